@@ -1,0 +1,79 @@
+// Symbolic sizes. A dimension is a constant, a symbol (`L`), or a small integer expression over
+// symbols (what slice and concat produce). Sizes are kept in a canonical linear form
+//   constant + sum(coefficient * term),  term = symbol | min(..) | max(..) | floordiv(.., d)
+// so that two sizes which are provably equal compare equal. Symbols are identified by object;
+// the name is only for printing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace scanc {
+
+struct Symbol {
+    std::string name;
+    std::optional<std::int64_t> bound;  // `L<=65536`: every run must have L <= bound
+    std::uint64_t id;                   // creation order, for deterministic printing
+
+    static std::shared_ptr<const Symbol> make(std::string name,
+                                              std::optional<std::int64_t> bound = std::nullopt);
+};
+using SymbolRef = std::shared_ptr<const Symbol>;
+
+// Values of symbols for one run.
+using Bindings = std::unordered_map<const Symbol*, std::int64_t>;
+
+class Size {
+public:
+    Size(std::int64_t constant = 0);  // NOLINT: a constant converts implicitly
+    static Size symbol(SymbolRef s);
+    static Size min(const Size& a, const Size& b);
+    static Size max(const Size& a, const Size& b);
+    static Size floordiv(const Size& a, std::int64_t divisor);  // divisor > 0
+    static Size ceildiv(const Size& a, std::int64_t divisor);   // divisor > 0
+
+    friend Size operator+(const Size& a, const Size& b);
+    friend Size operator-(const Size& a, const Size& b);
+    friend Size operator*(const Size& a, std::int64_t k);
+    friend Size operator*(std::int64_t k, const Size& a) { return a * k; }
+
+    bool is_constant() const;
+    std::optional<std::int64_t> constant() const;
+    // The symbol, if this size is exactly one symbol.
+    SymbolRef as_symbol() const;
+    // Every symbol this size mentions.
+    std::vector<SymbolRef> symbols() const;
+
+    // Provably equal: canonical forms are identical. Unequal does not mean provably different.
+    bool equals(const Size& other) const;
+    // The value for these bindings. Throws CompileError naming the symbol if one is unbound.
+    std::int64_t evaluate(const Bindings& bindings) const;
+    // The largest value possible with every symbol in [0, bound]; nullopt if a symbol is unbounded.
+    std::optional<std::int64_t> upper_bound() const;
+
+    std::string str() const;
+
+    struct Term;
+
+private:
+    std::int64_t constant_ = 0;
+    // Sorted by term order; no zero coefficients.
+    std::vector<std::pair<std::shared_ptr<const Term>, std::int64_t>> terms_;
+
+    friend struct SizeOps;
+};
+
+inline std::ostream& operator<<(std::ostream& out, const Size& s) { return out << s.str(); }
+
+using Shape = std::vector<Size>;
+
+std::string shape_str(const Shape& shape);  // "[B, L, 4]"
+bool shapes_equal(const Shape& a, const Shape& b);
+std::vector<std::int64_t> evaluate_shape(const Shape& shape, const Bindings& bindings);
+
+}  // namespace scanc

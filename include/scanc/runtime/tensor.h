@@ -1,0 +1,66 @@
+// Tensors at run time: a view (pointer, dtype, sizes, strides in elements, device) and an owning
+// handle. Views come from anywhere (NumPy, DLPack, a caller's buffer); backends read views and
+// return owning Tensors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "scanc/ir/dtype.h"
+
+namespace scanc {
+
+enum class DeviceKind : unsigned char { CPU, CUDA };
+
+struct Device {
+    DeviceKind kind = DeviceKind::CPU;
+    int index = 0;
+
+    bool operator==(const Device&) const = default;
+};
+
+struct TensorView {
+    void* data = nullptr;
+    DType dtype = DType::F32;
+    std::vector<std::int64_t> sizes;
+    std::vector<std::int64_t> strides;  // in elements; may be 0 (broadcast) or negative
+    Device device;
+
+    int rank() const { return static_cast<int>(sizes.size()); }
+    std::int64_t numel() const;
+    bool is_contiguous() const;  // row-major, no gaps
+    template <typename T>
+    T* ptr() const {
+        return static_cast<T*>(data);
+    }
+};
+
+std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> sizes);
+
+class Tensor {
+public:
+    Tensor() = default;
+    // A new contiguous CPU tensor, 64-byte aligned, uninitialized.
+    static Tensor empty(DType dtype, std::vector<std::int64_t> sizes);
+    // A tensor over memory kept alive by `owner` (a CUDA allocation, a framework's buffer).
+    static Tensor wrap(TensorView view, std::shared_ptr<void> owner);
+
+    const TensorView& view() const { return view_; }
+    operator const TensorView&() const { return view_; }  // NOLINT
+    void* data() const { return view_.data; }
+    DType dtype() const { return view_.dtype; }
+    const std::vector<std::int64_t>& sizes() const { return view_.sizes; }
+    std::int64_t numel() const { return view_.numel(); }
+    bool defined() const { return owner_ != nullptr || view_.data != nullptr; }
+
+private:
+    TensorView view_;
+    std::shared_ptr<void> owner_;
+};
+
+// Copies a view of any strides into a new contiguous CPU tensor.
+Tensor contiguous_copy(const TensorView& v);
+
+}  // namespace scanc

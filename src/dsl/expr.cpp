@@ -1,0 +1,142 @@
+#include "scanc/dsl/expr.h"
+
+namespace scanc::dsl {
+
+Expr::Expr(int value) : Expr(static_cast<std::int64_t>(value)) {}
+Expr::Expr(std::int64_t value) : node_(make_literal(LiteralAttr{false, 0.0, value}, false)) {}
+Expr::Expr(double value) : node_(make_literal(LiteralAttr{true, value, 0}, false)) {}
+
+Expr apply(Op op, const Exprs& args) {
+    std::vector<NodeRef> nodes;
+    for (auto& a : args) nodes.push_back(a.node());
+    return make_elementwise(op, std::move(nodes));
+}
+
+#define SCANC_BINARY(fn, op) \
+    Expr fn(const Expr& a, const Expr& b) { return apply(Op::op, {a, b}); }
+SCANC_BINARY(operator+, Add)
+SCANC_BINARY(operator-, Sub)
+SCANC_BINARY(operator*, Mul)
+SCANC_BINARY(operator/, Div)
+SCANC_BINARY(operator%, Mod)
+SCANC_BINARY(operator&, BitAnd)
+SCANC_BINARY(operator|, BitOr)
+SCANC_BINARY(operator^, BitXor)
+SCANC_BINARY(operator<<, Shl)
+SCANC_BINARY(operator>>, Shr)
+SCANC_BINARY(operator<, Lt)
+SCANC_BINARY(operator<=, Le)
+SCANC_BINARY(operator>, Gt)
+SCANC_BINARY(operator>=, Ge)
+SCANC_BINARY(operator==, Eq)
+SCANC_BINARY(operator!=, Ne)
+SCANC_BINARY(operator&&, And)
+SCANC_BINARY(operator||, Or)
+SCANC_BINARY(pow, Pow)
+SCANC_BINARY(min, Min)
+SCANC_BINARY(max, Max)
+SCANC_BINARY(logaddexp, LogAddExp)
+#undef SCANC_BINARY
+
+#define SCANC_UNARY(fn, op) \
+    Expr fn(const Expr& x) { return apply(Op::op, {x}); }
+SCANC_UNARY(operator-, Neg)
+SCANC_UNARY(operator!, Not)
+SCANC_UNARY(exp, Exp)
+SCANC_UNARY(log, Log)
+SCANC_UNARY(log1p, Log1p)
+SCANC_UNARY(expm1, Expm1)
+SCANC_UNARY(sqrt, Sqrt)
+SCANC_UNARY(rsqrt, Rsqrt)
+SCANC_UNARY(abs, Abs)
+SCANC_UNARY(tanh, Tanh)
+SCANC_UNARY(sigmoid, Sigmoid)
+SCANC_UNARY(softplus, Softplus)
+SCANC_UNARY(sin, Sin)
+SCANC_UNARY(cos, Cos)
+SCANC_UNARY(floor, Floor)
+SCANC_UNARY(ceil, Ceil)
+#undef SCANC_UNARY
+
+Expr where(const Expr& cond, const Expr& a, const Expr& b) { return apply(Op::Where, {cond, a, b}); }
+Expr cast(DType to, const Expr& x) { return make_elementwise(Op::Cast, {x.node()}, {}, to); }
+
+CombineRef trace_combine(std::string name, int num_leaves, int num_captured, const CombineFn& fn,
+                         std::vector<std::string> param_names) {
+    auto combine = std::make_shared<Combine>();
+    combine->name = std::move(name);
+    auto param_name = [&](std::size_t i, const char* prefix, int k) {
+        return i < param_names.size() ? param_names[i] : cat(prefix, k + 1);
+    };
+    Exprs left, right, captured;
+    for (int i = 0; i < num_leaves; ++i) {
+        combine->left.push_back(make_param(ParamRole::Left, i, param_name(i, "x", i), std::nullopt));
+        combine->right.push_back(
+            make_param(ParamRole::Right, i, param_name(num_leaves + i, "y", i), std::nullopt));
+        left.push_back(combine->left.back());
+        right.push_back(combine->right.back());
+    }
+    for (int i = 0; i < num_captured; ++i) {
+        combine->captured.push_back(make_param(ParamRole::Captured, i,
+                                               param_name(2 * num_leaves + i, "c", i), std::nullopt));
+        captured.push_back(combine->captured.back());
+    }
+    Exprs results = fn(left, right, captured);
+    if (static_cast<int>(results.size()) != num_leaves)
+        user_error({}, cat("combine `", combine->name, "` returns ", results.size(),
+                           " values for ", num_leaves, " leaves"));
+    for (auto& r : results) {
+        SCANC_INTERNAL_CHECK(r.node()->types.empty(), "combine `", combine->name,
+                             "` uses a program value; pass it as a captured value instead");
+        combine->results.push_back(r.node());
+    }
+    return combine;
+}
+
+Expr slice(const Expr& x, std::int64_t dim, Size start, Size stop, std::int64_t step) {
+    return make_slice(x.node(), dim, std::move(start), std::move(stop), step);
+}
+
+Expr concat(std::int64_t dim, const Exprs& xs) {
+    std::vector<NodeRef> nodes;
+    for (auto& x : xs) nodes.push_back(x.node());
+    return make_concat(dim, std::move(nodes));
+}
+
+Size ProgramBuilder::symbol(std::string name, std::optional<std::int64_t> bound) {
+    return Size::symbol(Symbol::make(std::move(name), bound));
+}
+
+Expr ProgramBuilder::param(std::string name, DType dtype, Shape shape) {
+    int index = static_cast<int>(params_.size());
+    params_.push_back(make_param(ParamRole::Program, index, std::move(name),
+                                 Type{dtype, std::move(shape), false}));
+    return params_.back();
+}
+
+Exprs ProgramBuilder::scan(const CombineRef& combine, const Exprs& leaves, std::int64_t dim,
+                           bool reverse, const Exprs& captured) {
+    std::vector<NodeRef> l, c;
+    for (auto& x : leaves) l.push_back(x.node());
+    for (auto& x : captured) c.push_back(x.node());
+    NodeRef scan = make_scan(combine, std::move(l), std::move(c), dim, reverse);
+    Exprs out;
+    for (auto& n : scan_outputs(scan)) out.push_back(n);
+    return out;
+}
+
+ProgramRef ProgramBuilder::build(const Exprs& results) {
+    auto program = std::make_shared<Program>();
+    program->name = name_;
+    program->params = params_;
+    for (auto& r : results) program->results.push_back(r.node());
+    for (auto& p : params_)
+        for (auto& s : p->type().shape)
+            for (auto& sym : s.symbols())
+                if (std::find(program->symbols.begin(), program->symbols.end(), sym) ==
+                    program->symbols.end())
+                    program->symbols.push_back(sym);
+    return program;
+}
+
+}  // namespace scanc::dsl

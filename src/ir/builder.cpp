@@ -1,0 +1,353 @@
+// Type and shape inference for every node kind, run as nodes are built.
+#include "scanc/ir/builder.h"
+
+#include <algorithm>
+
+#include "scanc/ir/combine_types.h"
+
+namespace scanc {
+
+namespace {
+
+std::string spelled(Op op) {
+    const OpInfo& info = op_info(op);
+    return info.form == OpForm::Cast ? std::string("cast") : std::string(info.spelling);
+}
+
+// Unifies operand dtypes: a weak operand adopts the other's dtype.
+ScalarType unify(Op op, ScalarType a, ScalarType b, const SourceLoc& loc) {
+    if (a.weak && b.weak) return {(a.dtype == DType::F64 || b.dtype == DType::F64) ? DType::F64 : DType::I64, true};
+    if (a.weak || b.weak) {
+        ScalarType strong = a.weak ? b : a, lit = a.weak ? a : b;
+        if (lit.dtype == DType::F64 && !is_float(strong.dtype))
+            user_error(loc, cat("dtype mismatch: `", spelled(op), "` mixes a float literal with ",
+                                dtype_name(strong.dtype), "; write an integer literal or cast"));
+        return strong;
+    }
+    if (a.dtype != b.dtype)
+        user_error(loc, cat("dtype mismatch: `", spelled(op), "` needs operands of one dtype, got ",
+                            dtype_name(a.dtype), " and ", dtype_name(b.dtype),
+                            "; cast one of them, e.g. ", dtype_name(a.dtype), "(x)"));
+    return a;
+}
+
+void require(bool ok, Op op, ScalarType t, const char* what, const SourceLoc& loc) {
+    if (!ok)
+        user_error(loc, cat("`", spelled(op), "` needs ", what, " operands, got ",
+                            t.weak ? "a literal of " : "", dtype_name(t.dtype)));
+}
+
+}  // namespace
+
+ScalarType elementwise_type(Op op, std::span<const ScalarType> args, std::optional<DType> cast_to,
+                            const SourceLoc& loc) {
+    const OpInfo& info = op_info(op);
+    SCANC_INTERNAL_CHECK(info.form != OpForm::Structural, "not elementwise: ", op);
+    if (info.arity >= 0 && static_cast<int>(args.size()) != info.arity)
+        user_error(loc, cat("`", spelled(op), "` takes ", info.arity, " argument",
+                            info.arity == 1 ? "" : "s", ", got ", args.size()));
+    if (op == Op::Cast) return {*cast_to, false};
+    if (op == Op::Where) {
+        if (args[0].dtype != DType::Bool || args[0].weak)
+            user_error(loc, cat("`where` needs a bool condition, got ", dtype_name(args[0].dtype)));
+        return unify(op, args[1], args[2], loc);
+    }
+    ScalarType t = args[0];
+    if (args.size() == 2) t = unify(op, args[0], args[1], loc);
+    bool numeric = t.dtype != DType::Bool;
+    switch (op) {
+        case Op::Neg:
+        case Op::Add:
+        case Op::Sub:
+        case Op::Mul:
+        case Op::Div: require(numeric, op, t, "numeric", loc); return t;
+        case Op::Mod:
+        case Op::Shl:
+        case Op::Shr: require(is_integer(t.dtype) || (t.weak && t.dtype == DType::I64), op, t, "integer", loc); return t;
+        case Op::BitAnd:
+        case Op::BitOr:
+        case Op::BitXor:
+            require(is_integer(t.dtype) || t.dtype == DType::Bool, op, t, "integer or bool", loc);
+            return t;
+        case Op::Not:
+        case Op::And:
+        case Op::Or: require(t.dtype == DType::Bool && !t.weak, op, t, "bool", loc); return t;
+        case Op::Lt:
+        case Op::Le:
+        case Op::Gt:
+        case Op::Ge:
+        case Op::Eq:
+        case Op::Ne: return {DType::Bool, t.weak};
+        case Op::Abs:
+        case Op::Min:
+        case Op::Max: return t;
+        default:  // transcendental and rounding functions
+            if (t.weak) return {DType::F64, true};
+            require(is_float(t.dtype), op, t, "floating-point", loc);
+            return t;
+    }
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const SourceLoc& loc) {
+    std::size_t rank = std::max(a.size(), b.size());
+    Shape out(rank);
+    for (std::size_t i = 0; i < rank; ++i) {
+        // Align from the right, as NumPy does.
+        const Size* x = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
+        const Size* y = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
+        if (!x || (x->constant() == 1 && y)) {
+            out[i] = *y;
+        } else if (!y || y->constant() == 1 || x->equals(*y)) {
+            out[i] = *x;
+        } else {
+            user_error(loc, cat("shape mismatch: cannot broadcast ", shape_str(a), " with ",
+                                shape_str(b), ": size ", x->str(), " against ", y->str(),
+                                " cannot be shown equal"));
+        }
+    }
+    return out;
+}
+
+int normalize_dim(std::int64_t dim, int rank, const SourceLoc& loc) {
+    if (dim < -rank || dim >= rank)
+        user_error(loc, cat("dim ", dim, " is out of range for a tensor of ", rank, " dim",
+                            rank == 1 ? "" : "s", rank ? cat(" (valid: ", -rank, "..", rank - 1, ")") : ""));
+    return static_cast<int>(dim < 0 ? dim + rank : dim);
+}
+
+Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64_t step) {
+    auto normalize = [&](const Size& v) {
+        auto c = v.constant();
+        if (c && *c < 0) return Size::max(n + *c, 0);
+        return Size::max(Size::min(v, n), 0);
+    };
+    Size s = normalize(start), e = normalize(stop);
+    return Size::max(Size::ceildiv(e - s, step), 0);
+}
+
+NodeRef make_param(ParamRole role, int index, std::string name, std::optional<Type> type,
+                   SourceLoc loc) {
+    auto n = std::make_shared<Node>();
+    n->op = Op::Param;
+    n->attr = ParamAttr{role, index, name};
+    if (type) n->types = {*type};
+    n->name = std::move(name);
+    n->loc = std::move(loc);
+    return n;
+}
+
+NodeRef make_literal(LiteralAttr value, bool typed, SourceLoc loc) {
+    auto n = std::make_shared<Node>();
+    n->op = Op::Literal;
+    n->attr = value;
+    if (typed) n->types = {Type{value.is_float ? DType::F64 : DType::I64, {}, true}};
+    n->loc = std::move(loc);
+    return n;
+}
+
+static bool all_typed(const std::vector<NodeRef>& args, const SourceLoc& loc) {
+    bool any = false, all = true;
+    for (auto& a : args) {
+        bool typed = !a->types.empty();
+        any = any || typed;
+        all = all && typed;
+    }
+    SCANC_INTERNAL_CHECK(any == all || args.empty(), "mixing program and combine nodes at ", loc.str());
+    return all && !args.empty();
+}
+
+NodeRef make_elementwise(Op op, std::vector<NodeRef> args, SourceLoc loc,
+                         std::optional<DType> cast_to) {
+    // A combine-level literal used beside program values becomes a program literal.
+    bool any_typed = std::any_of(args.begin(), args.end(), [](auto& a) { return !a->types.empty(); });
+    for (auto& a : args)
+        if (any_typed && a->op == Op::Literal && a->types.empty())
+            a = make_literal(a->as<LiteralAttr>(), true, a->loc);
+    auto n = std::make_shared<Node>();
+    n->op = op;
+    if (op == Op::Cast) n->attr = CastAttr{*cast_to};
+    if (all_typed(args, loc)) {
+        std::vector<ScalarType> scalar;
+        Shape shape;
+        for (auto& a : args) {
+            const Type& t = a->type();
+            scalar.push_back({t.dtype, t.weak});
+            shape = broadcast_shapes(shape, t.shape, loc);
+        }
+        ScalarType r = elementwise_type(op, scalar, cast_to, loc);
+        n->types = {Type{r.dtype, shape, r.weak}};
+    } else {
+        // Combine level: check arity now; dtypes are checked when a scan instantiates it.
+        const OpInfo& info = op_info(op);
+        if (info.arity >= 0 && static_cast<int>(args.size()) != info.arity)
+            user_error(loc, cat("`", spelled(op), "` takes ", info.arity, " argument",
+                                info.arity == 1 ? "" : "s", ", got ", args.size()));
+    }
+    n->inputs = std::move(args);
+    n->loc = std::move(loc);
+    return n;
+}
+
+static std::string describe(const NodeRef& n) {
+    return n->name.empty() ? cat("a value of type ", n->type().str())
+                           : cat("`", n->name, "` (", n->type().str(), ")");
+}
+
+NodeRef make_scan(CombineRef combine, std::vector<NodeRef> leaves, std::vector<NodeRef> captured,
+                  std::int64_t dim, bool reverse, SourceLoc loc) {
+    if (static_cast<int>(leaves.size()) != combine->num_leaves())
+        user_error(loc, cat("combine `", combine->name, "` takes ", combine->num_leaves(),
+                            " lea", combine->num_leaves() == 1 ? "f" : "ves", ", got ",
+                            leaves.size()));
+    if (static_cast<int>(captured.size()) != combine->num_captured())
+        user_error(loc, cat("combine `", combine->name, "` takes ", combine->num_captured(),
+                            " captured value", combine->num_captured() == 1 ? "" : "s",
+                            " (`with (...)`), got ", captured.size()));
+    const Type& first = leaves[0]->type();
+    int rank = static_cast<int>(first.shape.size());
+    if (rank == 0) user_error(loc, cat("cannot scan ", describe(leaves[0]), ": it has no dims"));
+    int d = normalize_dim(dim, rank, loc);
+    std::vector<DType> leaf_dtypes, captured_dtypes;
+    std::vector<Type> out_types;
+    for (auto& leaf : leaves) {
+        const Type& t = leaf->type();
+        if (!shapes_equal(t.shape, first.shape))
+            user_error(loc, cat("shape mismatch: scan leaves must have one shape, but ",
+                                describe(leaves[0]), " and ", describe(leaf), " differ"));
+        DType dt = t.weak ? (t.dtype == DType::F64 ? DType::F32 : DType::I64) : t.dtype;
+        leaf_dtypes.push_back(dt);
+        out_types.push_back(Type{dt, t.shape, false});
+    }
+    for (auto& c : captured) {
+        const Type& t = c->type();
+        if (t.shape.size() > first.shape.size())
+            user_error(loc, cat("captured ", describe(c), " has more dims than the leaves ",
+                                shape_str(first.shape)));
+        std::size_t offset = first.shape.size() - t.shape.size();
+        for (std::size_t i = 0; i < t.shape.size(); ++i) {
+            const Size& s = t.shape[i];
+            const Size& leaf = first.shape[i + offset];
+            if (static_cast<int>(i + offset) == d) {
+                if (s.constant() != 1)
+                    user_error(loc, cat("captured ", describe(c), " varies along the scan dim ", d,
+                                        " (size ", s.str(),
+                                        "); a captured value must have size 1 there"));
+            } else if (s.constant() != 1 && !s.equals(leaf)) {
+                user_error(loc, cat("shape mismatch: captured ", describe(c),
+                                    " does not broadcast to the leaves ", shape_str(first.shape),
+                                    ": size ", s.str(), " against ", leaf.str()));
+            }
+        }
+        captured_dtypes.push_back(t.weak ? (t.dtype == DType::F64 ? DType::F32 : DType::I64) : t.dtype);
+    }
+    instantiate_combine(*combine, leaf_dtypes, captured_dtypes, loc);
+
+    auto n = std::make_shared<Node>();
+    n->op = Op::Scan;
+    n->attr = ScanAttr{combine, static_cast<int>(leaves.size()), d, reverse};
+    n->inputs = std::move(leaves);
+    n->inputs.insert(n->inputs.end(), captured.begin(), captured.end());
+    n->types = std::move(out_types);
+    n->loc = std::move(loc);
+    return n;
+}
+
+NodeRef make_project(NodeRef multi, int index, SourceLoc loc) {
+    SCANC_INTERNAL_CHECK(index >= 0 && index < multi->num_outputs(), "project ", index, " of ",
+                         multi->num_outputs());
+    auto n = std::make_shared<Node>();
+    n->op = Op::Project;
+    n->attr = ProjectAttr{index};
+    if (!multi->types.empty()) n->types = {multi->types[index]};
+    n->inputs = {std::move(multi)};
+    n->loc = std::move(loc);
+    return n;
+}
+
+std::vector<NodeRef> scan_outputs(const NodeRef& scan) {
+    std::vector<NodeRef> out;
+    for (int i = 0; i < scan->num_outputs(); ++i) out.push_back(make_project(scan, i, scan->loc));
+    return out;
+}
+
+NodeRef make_slice(NodeRef x, std::int64_t dim, Size start, Size stop, std::int64_t step,
+                   SourceLoc loc) {
+    const Type& t = x->type();
+    int d = normalize_dim(dim, static_cast<int>(t.shape.size()), loc);
+    if (step < 1) user_error(loc, cat("slice step must be 1 or more, got ", step));
+    Type out = t;
+    out.shape[d] = slice_length(t.shape[d], start, stop, step);
+    auto n = std::make_shared<Node>();
+    n->op = Op::Slice;
+    n->attr = SliceAttr{d, std::move(start), std::move(stop), step};
+    n->types = {std::move(out)};
+    n->inputs = {std::move(x)};
+    n->loc = std::move(loc);
+    return n;
+}
+
+NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
+    if (xs.empty()) user_error(loc, "concat needs at least one tensor");
+    Type out = xs[0]->type();
+    out.weak = false;
+    int rank = static_cast<int>(out.shape.size());
+    int d = normalize_dim(dim, rank, loc);
+    for (std::size_t i = 1; i < xs.size(); ++i) {
+        const Type& t = xs[i]->type();
+        if (t.dtype != out.dtype)
+            user_error(loc, cat("dtype mismatch: concat of ", dtype_name(out.dtype), " and ",
+                                dtype_name(t.dtype)));
+        if (static_cast<int>(t.shape.size()) != rank)
+            user_error(loc, cat("concat needs tensors of one rank, got ", shape_str(out.shape),
+                                " and ", shape_str(t.shape)));
+        for (int k = 0; k < rank; ++k) {
+            if (k == d) continue;
+            if (!t.shape[k].equals(xs[0]->type().shape[k]))
+                user_error(loc, cat("shape mismatch: concat along dim ", d, " of ",
+                                    shape_str(xs[0]->type().shape), " and ", shape_str(t.shape),
+                                    ": dim ", k, " differs"));
+        }
+        out.shape[d] = out.shape[d] + t.shape[d];
+    }
+    auto n = std::make_shared<Node>();
+    n->op = Op::Concat;
+    n->attr = ConcatAttr{d};
+    n->types = {std::move(out)};
+    n->inputs = std::move(xs);
+    n->loc = std::move(loc);
+    return n;
+}
+
+NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs) {
+    NodeRef out;
+    switch (node.op) {
+        case Op::Param:
+        case Op::Literal: {
+            auto copy = std::make_shared<Node>(node);
+            return copy;
+        }
+        case Op::Scan: {
+            const auto& a = node.as<ScanAttr>();
+            std::vector<NodeRef> leaves(inputs.begin(), inputs.begin() + a.num_leaves);
+            std::vector<NodeRef> captured(inputs.begin() + a.num_leaves, inputs.end());
+            out = make_scan(a.combine, leaves, captured, a.dim, a.reverse, node.loc);
+            break;
+        }
+        case Op::Slice: {
+            const auto& a = node.as<SliceAttr>();
+            out = make_slice(inputs[0], a.dim, a.start, a.stop, a.step, node.loc);
+            break;
+        }
+        case Op::Concat: out = make_concat(node.as<ConcatAttr>().dim, inputs, node.loc); break;
+        case Op::Project: out = make_project(inputs[0], node.as<ProjectAttr>().index, node.loc); break;
+        default: {
+            std::optional<DType> to;
+            if (node.op == Op::Cast) to = node.as<CastAttr>().to;
+            out = make_elementwise(node.op, std::move(inputs), node.loc, to);
+        }
+    }
+    out->name = node.name;
+    return out;
+}
+
+}  // namespace scanc

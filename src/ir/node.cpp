@@ -1,0 +1,65 @@
+#include "scanc/ir/node.h"
+
+#include <unordered_set>
+
+namespace scanc {
+
+std::string Type::str() const { return cat(weak ? "weak " : "", dtype_name(dtype), shape_str(shape)); }
+
+const Type& Node::type() const {
+    SCANC_INTERNAL_CHECK(types.size() == 1, "node ", op, " has ", types.size(), " types");
+    return types[0];
+}
+
+CombineRef Module::find_combine(std::string_view name) const {
+    for (auto& c : combines)
+        if (c->name == name) return c;
+    return nullptr;
+}
+
+ProgramRef Module::find_program(std::string_view name) const {
+    for (auto& p : programs)
+        if (p->name == name) return p;
+    return nullptr;
+}
+
+ProgramRef Module::program(std::string_view name) const {
+    if (name.empty()) {
+        if (programs.size() == 1) return programs[0];
+        std::string names;
+        for (auto& p : programs) names += (names.empty() ? "" : ", ") + p->name;
+        if (programs.empty()) user_error({}, "the file defines no program");
+        user_error({}, cat("the file defines several programs (", names,
+                           "); choose one with --program NAME"));
+    }
+    if (auto p = find_program(name)) return p;
+    std::string names;
+    for (auto& p : programs) names += (names.empty() ? "" : ", ") + p->name;
+    user_error({}, cat("no program named `", name, "`; the file defines: ",
+                       names.empty() ? "none" : names));
+}
+
+std::vector<const Node*> topo_order(std::span<const NodeRef> roots) {
+    std::vector<const Node*> order;
+    std::unordered_set<const Node*> seen;
+    // Iterative post-order: deep combine chains must not overflow the stack.
+    std::vector<std::pair<const Node*, std::size_t>> stack;
+    for (auto& root : roots) {
+        if (!root || seen.count(root.get())) continue;
+        stack.push_back({root.get(), 0});
+        seen.insert(root.get());
+        while (!stack.empty()) {
+            auto& [node, next] = stack.back();
+            if (next < node->inputs.size()) {
+                const Node* in = node->inputs[next++].get();
+                if (seen.insert(in).second) stack.push_back({in, 0});
+            } else {
+                order.push_back(node);
+                stack.pop_back();
+            }
+        }
+    }
+    return order;
+}
+
+}  // namespace scanc

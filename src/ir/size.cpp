@@ -1,0 +1,309 @@
+#include "scanc/ir/size.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "scanc/error.h"
+
+namespace scanc {
+
+enum class TermKind { Symbol, Min, Max, FloorDiv };
+
+struct Size::Term {
+    TermKind kind;
+    SymbolRef symbol;         // Symbol
+    std::vector<Size> args;   // Min, Max: two (sorted); FloorDiv: one
+    std::int64_t divisor = 1;  // FloorDiv
+};
+
+namespace {
+
+int compare_sizes(const Size& a, const Size& b);
+
+int compare_terms(const Size::Term& a, const Size::Term& b) {
+    if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
+    if (a.kind == TermKind::Symbol) {
+        if (a.symbol->id != b.symbol->id) return a.symbol->id < b.symbol->id ? -1 : 1;
+        return 0;
+    }
+    if (a.divisor != b.divisor) return a.divisor < b.divisor ? -1 : 1;
+    if (a.args.size() != b.args.size()) return a.args.size() < b.args.size() ? -1 : 1;
+    for (std::size_t i = 0; i < a.args.size(); ++i)
+        if (int c = compare_sizes(a.args[i], b.args[i])) return c;
+    return 0;
+}
+
+std::atomic<std::uint64_t> next_symbol_id{1};
+
+}  // namespace
+
+// Access to Size internals for the helpers below.
+struct SizeOps {
+    using TermRef = std::shared_ptr<const Size::Term>;
+
+    static Size from_term(TermRef t) {
+        Size s;
+        s.terms_.push_back({std::move(t), 1});
+        return s;
+    }
+
+    static int compare(const Size& a, const Size& b) {
+        if (a.constant_ != b.constant_) return a.constant_ < b.constant_ ? -1 : 1;
+        if (a.terms_.size() != b.terms_.size()) return a.terms_.size() < b.terms_.size() ? -1 : 1;
+        for (std::size_t i = 0; i < a.terms_.size(); ++i) {
+            if (int c = compare_terms(*a.terms_[i].first, *b.terms_[i].first)) return c;
+            if (a.terms_[i].second != b.terms_[i].second)
+                return a.terms_[i].second < b.terms_[i].second ? -1 : 1;
+        }
+        return 0;
+    }
+
+    // a + k*b, kept canonical.
+    static Size add_scaled(const Size& a, const Size& b, std::int64_t k) {
+        Size r;
+        r.constant_ = a.constant_ + k * b.constant_;
+        std::size_t i = 0, j = 0;
+        while (i < a.terms_.size() || j < b.terms_.size()) {
+            int c = i == a.terms_.size()   ? 1
+                    : j == b.terms_.size() ? -1
+                                           : compare_terms(*a.terms_[i].first, *b.terms_[j].first);
+            if (c < 0) {
+                r.terms_.push_back(a.terms_[i++]);
+            } else if (c > 0) {
+                if (k != 0) r.terms_.push_back({b.terms_[j].first, k * b.terms_[j].second});
+                ++j;
+            } else {
+                std::int64_t coeff = a.terms_[i].second + k * b.terms_[j].second;
+                if (coeff != 0) r.terms_.push_back({a.terms_[i].first, coeff});
+                ++i, ++j;
+            }
+        }
+        return r;
+    }
+
+    static Size extremum(TermKind kind, const Size& a, const Size& b) {
+        // Sizes are never negative, so symbols range over [0, bound]: decide when we can.
+        Range diff = range_of(a - b);
+        if (diff.hi && *diff.hi <= 0) return kind == TermKind::Min ? a : b;
+        if (diff.lo && *diff.lo >= 0) return kind == TermKind::Min ? b : a;
+        auto t = std::make_shared<Size::Term>();
+        t->kind = kind;
+        t->args = compare(a, b) <= 0 ? std::vector<Size>{a, b} : std::vector<Size>{b, a};
+        return from_term(t);
+    }
+
+    static std::int64_t floor_div(std::int64_t a, std::int64_t d) {
+        std::int64_t q = a / d;
+        return (a % d != 0 && (a < 0) != (d < 0)) ? q - 1 : q;
+    }
+
+    static Size floordiv(const Size& a, std::int64_t d) {
+        if (d <= 0) internal_error(cat("floordiv by ", d));
+        if (d == 1) return a;
+        if (auto c = a.constant()) return Size(floor_div(*c, d));
+        bool divisible = a.constant_ % d == 0;
+        for (auto& [t, coeff] : a.terms_) divisible = divisible && coeff % d == 0;
+        if (divisible) {
+            Size r = a;
+            r.constant_ /= d;
+            for (auto& term : r.terms_) term.second /= d;
+            return r;
+        }
+        auto t = std::make_shared<Size::Term>();
+        t->kind = TermKind::FloorDiv;
+        t->args = {a};
+        t->divisor = d;
+        return from_term(t);
+    }
+
+    static std::int64_t evaluate_term(const Size::Term& t, const Bindings& b) {
+        switch (t.kind) {
+            case TermKind::Symbol: {
+                auto it = b.find(t.symbol.get());
+                if (it == b.end())
+                    user_error({}, cat("the size `", t.symbol->name, "` is not known for this run"));
+                return it->second;
+            }
+            case TermKind::Min: return std::min(t.args[0].evaluate(b), t.args[1].evaluate(b));
+            case TermKind::Max: return std::max(t.args[0].evaluate(b), t.args[1].evaluate(b));
+            case TermKind::FloorDiv: return floor_div(t.args[0].evaluate(b), t.divisor);
+        }
+        return 0;
+    }
+
+    // Interval [lo, hi] of a size with every symbol in [0, bound]. nullopt hi = unbounded.
+    struct Range {
+        std::optional<std::int64_t> lo, hi;
+    };
+
+    static Range scale(Range r, std::int64_t k) {
+        auto mul = [k](std::optional<std::int64_t> v) -> std::optional<std::int64_t> {
+            if (!v) return std::nullopt;
+            return *v * k;
+        };
+        return k >= 0 ? Range{mul(r.lo), mul(r.hi)} : Range{mul(r.hi), mul(r.lo)};
+    }
+
+    static Range range_of_term(const Size::Term& t) {
+        switch (t.kind) {
+            case TermKind::Symbol: return {0, t.symbol->bound};
+            case TermKind::Min:
+            case TermKind::Max: {
+                Range a = range_of(t.args[0]), b = range_of(t.args[1]);
+                auto pick = [&](std::optional<std::int64_t> x, std::optional<std::int64_t> y,
+                                bool want_min) -> std::optional<std::int64_t> {
+                    if (!x || !y) return want_min ? (x ? x : y) : std::nullopt;
+                    return want_min ? std::min(*x, *y) : std::max(*x, *y);
+                };
+                bool is_min = t.kind == TermKind::Min;
+                // min: lo = min(lo), hi = min(hi) (unbounded only if both are); max: mirrored.
+                if (is_min) {
+                    std::optional<std::int64_t> hi =
+                        !a.hi ? b.hi : !b.hi ? a.hi : std::optional(std::min(*a.hi, *b.hi));
+                    std::optional<std::int64_t> lo =
+                        (a.lo && b.lo) ? std::optional(std::min(*a.lo, *b.lo)) : std::nullopt;
+                    return {lo, hi};
+                }
+                std::optional<std::int64_t> lo =
+                    !a.lo ? b.lo : !b.lo ? a.lo : std::optional(std::max(*a.lo, *b.lo));
+                return {lo, pick(a.hi, b.hi, false)};
+            }
+            case TermKind::FloorDiv: {
+                Range a = range_of(t.args[0]);
+                auto div = [&](std::optional<std::int64_t> v) -> std::optional<std::int64_t> {
+                    if (!v) return std::nullopt;
+                    return floor_div(*v, t.divisor);
+                };
+                return {div(a.lo), div(a.hi)};
+            }
+        }
+        return {};
+    }
+
+    static Range range_of(const Size& s) {
+        Range r{s.constant_, s.constant_};
+        for (auto& [t, coeff] : s.terms_) {
+            Range tr = scale(range_of_term(*t), coeff);
+            r.lo = (r.lo && tr.lo) ? std::optional(*r.lo + *tr.lo) : std::nullopt;
+            r.hi = (r.hi && tr.hi) ? std::optional(*r.hi + *tr.hi) : std::nullopt;
+        }
+        return r;
+    }
+
+    static std::string term_str(const Size::Term& t) {
+        switch (t.kind) {
+            case TermKind::Symbol: return t.symbol->name;
+            case TermKind::Min: return cat("min(", t.args[0].str(), ", ", t.args[1].str(), ")");
+            case TermKind::Max: return cat("max(", t.args[0].str(), ", ", t.args[1].str(), ")");
+            case TermKind::FloorDiv: return cat("floordiv(", t.args[0].str(), ", ", t.divisor, ")");
+        }
+        return "?";
+    }
+
+    static std::string str(const Size& s) {
+        std::string out;
+        for (auto& [t, coeff] : s.terms_) {
+            std::int64_t mag = coeff < 0 ? -coeff : coeff;
+            if (out.empty())
+                out += coeff < 0 ? "-" : "";
+            else
+                out += coeff < 0 ? " - " : " + ";
+            if (mag != 1) out += cat(mag, "*");
+            out += term_str(*t);
+        }
+        if (out.empty()) return cat(s.constant_);
+        if (s.constant_ > 0) out += cat(" + ", s.constant_);
+        if (s.constant_ < 0) out += cat(" - ", -s.constant_);
+        return out;
+    }
+
+    static void collect_symbols(const Size& s, std::vector<SymbolRef>& out) {
+        for (auto& [t, coeff] : s.terms_) {
+            if (t->kind == TermKind::Symbol) {
+                if (std::find(out.begin(), out.end(), t->symbol) == out.end())
+                    out.push_back(t->symbol);
+            }
+            for (auto& a : t->args) collect_symbols(a, out);
+        }
+    }
+};
+
+namespace {
+int compare_sizes(const Size& a, const Size& b) { return SizeOps::compare(a, b); }
+}  // namespace
+
+SymbolRef Symbol::make(std::string name, std::optional<std::int64_t> bound) {
+    return std::make_shared<const Symbol>(Symbol{std::move(name), bound, next_symbol_id++});
+}
+
+Size::Size(std::int64_t constant) : constant_(constant) {}
+
+Size Size::symbol(SymbolRef s) {
+    auto t = std::make_shared<Term>();
+    t->kind = TermKind::Symbol;
+    t->symbol = std::move(s);
+    return SizeOps::from_term(t);
+}
+
+Size Size::min(const Size& a, const Size& b) { return SizeOps::extremum(TermKind::Min, a, b); }
+Size Size::max(const Size& a, const Size& b) { return SizeOps::extremum(TermKind::Max, a, b); }
+Size Size::floordiv(const Size& a, std::int64_t d) { return SizeOps::floordiv(a, d); }
+Size Size::ceildiv(const Size& a, std::int64_t d) { return SizeOps::floordiv(a + (d - 1), d); }
+
+Size operator+(const Size& a, const Size& b) { return SizeOps::add_scaled(a, b, 1); }
+Size operator-(const Size& a, const Size& b) { return SizeOps::add_scaled(a, b, -1); }
+Size operator*(const Size& a, std::int64_t k) { return SizeOps::add_scaled(Size(0), a, k); }
+
+bool Size::is_constant() const { return terms_.empty(); }
+
+std::optional<std::int64_t> Size::constant() const {
+    if (!terms_.empty()) return std::nullopt;
+    return constant_;
+}
+
+SymbolRef Size::as_symbol() const {
+    if (constant_ != 0 || terms_.size() != 1 || terms_[0].second != 1 ||
+        terms_[0].first->kind != TermKind::Symbol)
+        return nullptr;
+    return terms_[0].first->symbol;
+}
+
+std::vector<SymbolRef> Size::symbols() const {
+    std::vector<SymbolRef> out;
+    SizeOps::collect_symbols(*this, out);
+    return out;
+}
+
+bool Size::equals(const Size& other) const { return SizeOps::compare(*this, other) == 0; }
+
+std::int64_t Size::evaluate(const Bindings& bindings) const {
+    std::int64_t v = constant_;
+    for (auto& [t, coeff] : terms_) v += coeff * SizeOps::evaluate_term(*t, bindings);
+    return v;
+}
+
+std::optional<std::int64_t> Size::upper_bound() const { return SizeOps::range_of(*this).hi; }
+
+std::string Size::str() const { return SizeOps::str(*this); }
+
+std::string shape_str(const Shape& shape) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + shape[i].str();
+    return out + "]";
+}
+
+bool shapes_equal(const Shape& a, const Shape& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!a[i].equals(b[i])) return false;
+    return true;
+}
+
+std::vector<std::int64_t> evaluate_shape(const Shape& shape, const Bindings& bindings) {
+    std::vector<std::int64_t> out;
+    out.reserve(shape.size());
+    for (auto& s : shape) out.push_back(s.evaluate(bindings));
+    return out;
+}
+
+}  // namespace scanc

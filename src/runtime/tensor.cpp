@@ -1,0 +1,87 @@
+#include "scanc/runtime/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "scanc/error.h"
+
+namespace scanc {
+
+std::int64_t TensorView::numel() const {
+    std::int64_t n = 1;
+    for (auto s : sizes) n *= s;
+    return n;
+}
+
+std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> sizes) {
+    std::vector<std::int64_t> strides(sizes.size());
+    std::int64_t stride = 1;
+    for (std::size_t i = sizes.size(); i-- > 0;) {
+        strides[i] = stride;
+        stride *= sizes[i];
+    }
+    return strides;
+}
+
+bool TensorView::is_contiguous() const {
+    std::int64_t expected = 1;
+    for (std::size_t i = sizes.size(); i-- > 0;) {
+        if (sizes[i] != 1 && strides[i] != expected) return false;
+        expected *= sizes[i];
+    }
+    return true;
+}
+
+Tensor Tensor::empty(DType dtype, std::vector<std::int64_t> sizes) {
+    Tensor t;
+    std::int64_t n = 1;
+    for (auto s : sizes) {
+        SCANC_INTERNAL_CHECK(s >= 0, "negative size ", s);
+        n *= s;
+    }
+    std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dtype);
+    std::size_t rounded = (bytes + 63) / 64 * 64;
+    void* data = std::aligned_alloc(64, rounded ? rounded : 64);
+    if (!data) throw RuntimeError(cat("out of memory allocating ", bytes, " bytes"));
+    t.owner_ = std::shared_ptr<void>(data, std::free);
+    t.view_.data = data;
+    t.view_.dtype = dtype;
+    t.view_.strides = contiguous_strides(sizes);
+    t.view_.sizes = std::move(sizes);
+    return t;
+}
+
+Tensor Tensor::wrap(TensorView view, std::shared_ptr<void> owner) {
+    Tensor t;
+    t.view_ = std::move(view);
+    t.owner_ = std::move(owner);
+    return t;
+}
+
+Tensor contiguous_copy(const TensorView& v) {
+    SCANC_INTERNAL_CHECK(v.device.kind == DeviceKind::CPU, "contiguous_copy of a device tensor");
+    Tensor out = Tensor::empty(v.dtype, v.sizes);
+    std::size_t elem = dtype_size(v.dtype);
+    std::int64_t n = v.numel();
+    if (n == 0) return out;
+    if (v.is_contiguous()) {
+        std::memcpy(out.data(), v.data, static_cast<std::size_t>(n) * elem);
+        return out;
+    }
+    // Walk the source in row-major order with an index counter.
+    std::vector<std::int64_t> index(v.sizes.size(), 0);
+    auto* dst = static_cast<char*>(out.data());
+    const auto* src = static_cast<const char*>(v.data);
+    for (std::int64_t i = 0; i < n; ++i) {
+        std::int64_t offset = 0;
+        for (std::size_t d = 0; d < index.size(); ++d) offset += index[d] * v.strides[d];
+        std::memcpy(dst + i * elem, src + offset * static_cast<std::int64_t>(elem), elem);
+        for (std::size_t d = index.size(); d-- > 0;) {
+            if (++index[d] < v.sizes[d]) break;
+            index[d] = 0;
+        }
+    }
+    return out;
+}
+
+}  // namespace scanc
