@@ -103,6 +103,10 @@ Expr concat(std::int64_t dim, const Exprs& xs) {
     return make_concat(dim, std::move(nodes));
 }
 
+Expr interleave(std::int64_t dim, const Expr& even, const Expr& odd) {
+    return make_interleave(dim, even.node(), odd.node());
+}
+
 Size ProgramBuilder::symbol(std::string name, std::optional<std::int64_t> bound) {
     return Size::symbol(Symbol::make(std::move(name), bound));
 }

@@ -118,7 +118,9 @@ int normalize_dim(std::int64_t dim, int rank, const SourceLoc& loc) {
 Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64_t step) {
     auto normalize = [&](const Size& v) {
         auto c = v.constant();
-        if (c && *c < 0) return Size::max(n + *c, 0);
+        // n - min(-c, n) rather than max(n + c, 0): the same value, in the form that makes
+        // x[:-k] and x[k:] provably equally long (lowered scans combine the two).
+        if (c && *c < 0) return n - Size::min(-*c, n);
         return Size::max(Size::min(v, n), 0);
     };
     Size s = normalize(start), e = normalize(stop);
@@ -318,6 +320,38 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     return n;
 }
 
+NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc loc) {
+    const Type& e = even->type();
+    const Type& o = odd->type();
+    int rank = static_cast<int>(e.shape.size());
+    int d = normalize_dim(dim, rank, loc);
+    if (e.dtype != o.dtype)
+        user_error(loc, cat("dtype mismatch: interleave of ", dtype_name(e.dtype), " and ",
+                            dtype_name(o.dtype)));
+    if (static_cast<int>(o.shape.size()) != rank)
+        user_error(loc, cat("interleave needs tensors of one rank, got ", shape_str(e.shape),
+                            " and ", shape_str(o.shape)));
+    for (int k = 0; k < rank; ++k)
+        if (k != d && !e.shape[k].equals(o.shape[k]))
+            user_error(loc, cat("shape mismatch: interleave along dim ", d, " of ",
+                                shape_str(e.shape), " and ", shape_str(o.shape), ": dim ", k,
+                                " differs"));
+    if (auto diff = (e.shape[d] - o.shape[d]).constant(); diff && *diff != 0 && *diff != 1)
+        user_error(loc, cat("interleave needs the first tensor as long as the second or one ",
+                            "longer along dim ", d, ", got ", e.shape[d].str(), " and ",
+                            o.shape[d].str()));
+    Type out = e;
+    out.weak = false;
+    out.shape[d] = e.shape[d] + o.shape[d];
+    auto n = std::make_shared<Node>();
+    n->op = Op::Interleave;
+    n->attr = InterleaveAttr{d};
+    n->types = {std::move(out)};
+    n->inputs = {std::move(even), std::move(odd)};
+    n->loc = std::move(loc);
+    return n;
+}
+
 NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs) {
     NodeRef out;
     switch (node.op) {
@@ -339,6 +373,9 @@ NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs) {
             break;
         }
         case Op::Concat: out = make_concat(node.as<ConcatAttr>().dim, inputs, node.loc); break;
+        case Op::Interleave:
+            out = make_interleave(node.as<InterleaveAttr>().dim, inputs[0], inputs[1], node.loc);
+            break;
         case Op::Project: out = make_project(inputs[0], node.as<ProjectAttr>().index, node.loc); break;
         default: {
             std::optional<DType> to;

@@ -180,12 +180,28 @@ struct SizeOps {
         return {};
     }
 
-    static Range range_of(const Size& s) {
+    static Range range_of(const Size& s, int depth = 1) {
         Range r{s.constant_, s.constant_};
         for (auto& [t, coeff] : s.terms_) {
             Range tr = scale(range_of_term(*t), coeff);
             r.lo = (r.lo && tr.lo) ? std::optional(*r.lo + *tr.lo) : std::nullopt;
             r.hi = (r.hi && tr.hi) ? std::optional(*r.hi + *tr.hi) : std::nullopt;
+        }
+        // A min/max term bounds the sum it sits in: c*min(p, q) <= c*p for c > 0, so replacing
+        // the term by either argument gives an upper bound (a lower one for max, or for c < 0).
+        // This proves what clamped slices need, e.g. L - min(k, L) >= 0.
+        if (depth <= 0) return r;
+        for (auto& [t, coeff] : s.terms_) {
+            if (t->kind != TermKind::Min && t->kind != TermKind::Max) continue;
+            bool gives_lower = (t->kind == TermKind::Min) == (coeff < 0);
+            for (auto& arg : t->args) {
+                Range sub = range_of(add_scaled(add_scaled(s, from_term(t), -coeff), arg, coeff),
+                                     depth - 1);
+                auto& bound = gives_lower ? r.lo : r.hi;
+                auto& found = gives_lower ? sub.lo : sub.hi;
+                if (found && (!bound || (gives_lower ? *found > *bound : *found < *bound)))
+                    bound = found;
+            }
         }
         return r;
     }

@@ -1,6 +1,13 @@
 // The reference executor: the executable specification. Sequential and obviously correct; any
 // dtype, dim, strides, reverse, several leaves, captured values, symbolic sizes. Every other
 // backend is tested against it.
+//
+// Nodes are evaluated in topological order, each into a contiguous CPU tensor, with the scalar
+// semantics of scalar_eval.h; a scan is sequential and inclusive, its carry kept in the compute
+// dtype (f32 for f16/bf16, rounded on each store). Inputs may have any strides (zero, negative,
+// gaps) but must be CPU tensors. Outputs are contiguous, in return order, and never share
+// memory. Every computed size is checked against the node's symbolic shape (InternalError).
+// An Executable's run() may be called from several threads at once.
 #pragma once
 
 #include "scanc/runtime/backend.h"

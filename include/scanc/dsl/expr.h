@@ -90,6 +90,7 @@ CombineRef trace_combine(std::string name, int num_leaves, int num_captured, con
 // Program-level operations.
 Expr slice(const Expr& x, std::int64_t dim, Size start, Size stop, std::int64_t step = 1);
 Expr concat(std::int64_t dim, const Exprs& xs);
+Expr interleave(std::int64_t dim, const Expr& even, const Expr& odd);
 
 class ProgramBuilder {
 public:

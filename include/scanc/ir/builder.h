@@ -49,6 +49,9 @@ std::vector<NodeRef> scan_outputs(const NodeRef& scan);
 NodeRef make_slice(NodeRef x, std::int64_t dim, Size start, Size stop, std::int64_t step = 1,
                    SourceLoc loc = {});
 NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc = {});
+// Lengths along `dim` must satisfy len(even) - len(odd) in {0, 1}; checked here when both are
+// constant, else at run time.
+NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc loc = {});
 
 // Rebuilds `node` over new inputs with the same op and attributes, re-inferring types.
 // Passes use it to rewrite a DAG.

@@ -76,12 +76,18 @@ struct ConcatAttr {
     int dim;  // normalized
 };
 
+// interleave(dim, even, odd): out[2i] = even[i], out[2i+1] = odd[i] along dim; even has the same
+// length as odd or one more. The one op a work-efficient lowering needs besides slice/concat.
+struct InterleaveAttr {
+    int dim;  // normalized
+};
+
 struct ProjectAttr {
     int index;  // which output of a multi-output node (a scan)
 };
 
 using NodeAttr = std::variant<std::monostate, ParamAttr, LiteralAttr, CastAttr, ScanAttr,
-                              SliceAttr, ConcatAttr, ProjectAttr>;
+                              SliceAttr, ConcatAttr, InterleaveAttr, ProjectAttr>;
 
 struct Node {
     Op op;

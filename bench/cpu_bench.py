@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""CPU backend vs memcpy, numpy.cumsum and torch.cumsum, measured in one run.
+
+    python3 bench/cpu_bench.py [--driver build-cpu/bench/cpu_bench] [--threads N]
+                               [--plot docs/cpu_bench.png] [--quick]
+
+The C++ driver (bench/cpu_bench.cpp) measures memcpy and scanc; this script runs it, then the
+peers on the same shapes, and prints a markdown table: GB/s with bytes = inputs read once +
+outputs written once, % of the memcpy bandwidth of the same size, and speedups. numpy and torch
+have no affine scan; an affine scan is compared against their cumsum of one leaf of the same
+shape, a lower bound of what they would take.
+"""
+import argparse
+import json
+import os
+import subprocess
+import time
+
+import numpy as np
+
+
+def best_seconds(fn, budget=1.5, runs=20):
+    fn()
+    best, spent = float("inf"), 0.0
+    for i in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        s = time.perf_counter() - t0
+        best, spent = min(best, s), spent + s
+        if i >= 2 and spent > budget:
+            break
+    return best
+
+
+def shape_of(text):
+    return tuple(int(v) for v in text.split("x"))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--driver", default=os.path.join(here, "..", "build-cpu", "bench", "cpu_bench"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--plot", default=os.path.join(here, "..", "docs", "cpu_bench.png"))
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+
+    cmd = [args.driver, "--threads", str(args.threads)] + (["--quick"] if args.quick else [])
+    rows = [json.loads(l) for l in subprocess.run(cmd, check=True, capture_output=True,
+                                                   text=True).stdout.splitlines() if l.startswith("{")]
+    copy = {}  # bytes moved -> memcpy GB/s
+    for r in rows:
+        if r["case"] == "memcpy":
+            copy[r["bytes"]] = max(copy.get(r["bytes"], 0), r["gbps"])
+
+    try:
+        import torch
+        torch.set_num_threads(args.threads)
+    except ImportError:
+        torch = None
+
+    peers = {}  # (shape, dim) -> {"numpy": s, "torch": s}
+    for r in rows:
+        if r["case"] not in ("sum", "affine"):
+            continue
+        key = (r["shape"], r["dim"])
+        if key in peers:
+            continue
+        x = np.random.default_rng(0).random(shape_of(r["shape"]), dtype=np.float32)
+        peers[key] = {"numpy": best_seconds(lambda: np.cumsum(x, axis=r["dim"]))}
+        if torch is not None:
+            t = torch.from_numpy(x)
+            peers[key]["torch"] = best_seconds(lambda: torch.cumsum(t, dim=r["dim"]))
+
+    def copy_gbps(nbytes):
+        # The copy of the same number of bytes, or the nearest size measured.
+        best = min(copy, key=lambda b: abs(np.log(b / nbytes)))
+        return copy[best]
+
+    print(f"threads: {args.threads}; memcpy GB/s by bytes moved: "
+          + ", ".join(f"{b / 2**20:.0f} MiB: {g:.2f}" for b, g in sorted(copy.items())))
+    print("| case | shape | dim | scanc GB/s | % of memcpy | numpy.cumsum GB/s | torch.cumsum GB/s "
+          "| vs numpy | vs torch |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["case"] == "memcpy":
+            continue
+        key = (r["shape"], r["dim"])
+        n = int(np.prod(shape_of(r["shape"])))
+        peer_bytes = 8.0 * n  # one f32 leaf in, one out
+        np_s, th_s = peers[key]["numpy"], peers[key].get("torch")
+        print(f"| {r['case']} | {r['shape']} | {r['dim']} | {r['gbps']:.2f} | "
+              f"{100 * r['gbps'] / copy_gbps(r['bytes']):.0f}% | {peer_bytes / np_s / 1e9:.2f} | "
+              + (f"{peer_bytes / th_s / 1e9:.2f}" if th_s else "-") + " | "
+              + f"{np_s / r['seconds']:.1f}x | " + (f"{th_s / r['seconds']:.1f}x" if th_s else "-")
+              + " |")
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sweep = [r for r in rows if r["dim"] == 0 and "x" not in r["shape"]]
+    for case, style in (("sum", "o-"), ("affine", "s-"), ("memcpy", "k--")):
+        pts = sorted((r["bytes"], r["gbps"]) for r in sweep if r["case"] == case
+                     and (case != "memcpy" or r["bytes"] <= 2**30))
+        if pts:
+            ax.plot([b for b, _ in pts], [g for _, g in pts], style, label=f"{case} (1-D)")
+    for name in ("numpy", "torch"):
+        pts = sorted((8.0 * int(k[0]), 8.0 * int(k[0]) / v[name] / 1e9) for k, v in peers.items()
+                     if "x" not in k[0] and name in v)
+        if pts:
+            ax.plot([b for b, _ in pts], [g for _, g in pts], "x:", label=f"{name}.cumsum (1-D)")
+    for r in rows:
+        if "x" in r["shape"] and r["case"] in ("sum", "affine") and "ordered" not in r["case"]:
+            ax.plot([r["bytes"]], [r["gbps"]], "^" if r["dim"] else "v",
+                    label=f"{r['case']} {r['shape']} dim {r['dim']}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("bytes moved (inputs + outputs)")
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"scanc cpu, f32, {args.threads} threads")
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(args.plot, dpi=110)
+    print(f"plot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

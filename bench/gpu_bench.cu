@@ -1,0 +1,254 @@
+// The CUDA backend's benchmark (issue 5's targets), f32 on one GPU, in one run:
+//   - the device-to-device copy bandwidth (the ceiling), measured here;
+//   - scanc on each case, inputs and outputs on the device, as GB/s (inputs read once + outputs
+//     written once) and as a ratio to the copy;
+//   - CUB (InclusiveSum, a custom max, a float2 affine) on the 1-D cases;
+//   - compile time (fresh cache), and with --first-launch, the time a new process needs to its
+//     first launch (run it twice: cold, then with the disk cache warm).
+// Prints a markdown table; `gpu_bench OUT.md` also writes it there.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu_timing.cuh"
+#include "scanc/backends/cuda.h"
+#include "scanc/dsl/expr.h"
+
+double cub_sum(const float* in, float* out, long long n, cudaStream_t stream);
+double cub_max(const float* in, float* out, long long n, cudaStream_t stream);
+double cub_affine(const float2* in, float2* out, long long n, cudaStream_t stream);
+
+namespace {
+
+using namespace scanc;
+using dsl::Expr;
+using dsl::Exprs;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+__global__ void fill_uniform(float* p, long long n, unsigned seed, float lo, float hi) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        unsigned long long h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+        h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 27;
+        p[i] = lo + (hi - lo) * (float)(h >> 40) * (1.0f / 16777216.0f);
+    }
+}
+
+float* device_random(long long n, unsigned seed, float lo, float hi) {
+    float* p = nullptr;
+    BENCH_CHECK(cudaMalloc(&p, n * sizeof(float)));
+    fill_uniform<<<1024, 256>>>(p, n, seed, lo, hi);
+    BENCH_CHECK(cudaGetLastError());
+    return p;
+}
+
+CombineRef sum_combine() {
+    return dsl::trace_combine("add", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) { return Exprs{l[0] + r[0]}; });
+}
+CombineRef max_combine() {
+    return dsl::trace_combine("max", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) { return Exprs{dsl::max(l[0], r[0])}; });
+}
+CombineRef affine_combine() {
+    return dsl::trace_combine("affine", 2, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
+        return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
+    });
+}
+
+// A program scanning `leaves` f32 params of rank `rank` along `dim`, returning the last leaf.
+ProgramRef scan_program(const CombineRef& combine, int rank, int dim) {
+    dsl::ProgramBuilder b("bench");
+    Shape shape;
+    for (int i = 0; i < rank; ++i) shape.push_back(b.symbol(std::string(1, static_cast<char>('A' + i))));
+    Exprs leaves;
+    for (int i = 0; i < combine->num_leaves(); ++i) leaves.push_back(b.param(cat("x", i), DType::F32, shape));
+    Exprs out = b.scan(combine, leaves, dim);
+    return b.build({out.back()});
+}
+
+TensorView device_view(float* p, std::vector<std::int64_t> sizes) {
+    TensorView v;
+    v.data = p;
+    v.dtype = DType::F32;
+    v.strides = contiguous_strides(sizes);
+    v.sizes = std::move(sizes);
+    v.device = {DeviceKind::CUDA, 0};
+    return v;
+}
+
+struct Row {
+    std::string name;
+    double bytes, seconds, cub_seconds = 0, cub_bytes = 0, target;
+};
+
+double copy_seconds(long long n, cudaStream_t s) {
+    float *a = device_random(n, 1, -1, 1), *b = nullptr;
+    BENCH_CHECK(cudaMalloc(&b, n * sizeof(float)));
+    double t = time_median([&](cudaStream_t st) {
+        BENCH_CHECK(cudaMemcpyAsync(b, a, n * sizeof(float), cudaMemcpyDeviceToDevice, st));
+    }, s);
+    cudaFree(a);
+    cudaFree(b);
+    return t;
+}
+
+int first_launch() {
+    auto t0 = Clock::now();
+    bool ok = cuda_available();  // loads libcuda, cuInit
+    BENCH_CHECK(cudaFree(nullptr));  // creates the primary context
+    double init = seconds_since(t0);
+    auto t1 = Clock::now();
+    auto program = scan_program(affine_combine(), 3, 1);
+    auto exe = CudaBackend().compile(program);
+    float* a = device_random(3 * 1000 * 7, 1, 0.5f, 1);
+    float* b = device_random(3 * 1000 * 7, 2, -1, 1);
+    std::vector<TensorView> in = {device_view(a, {3, 1000, 7}), device_view(b, {3, 1000, 7})};
+    auto out = exe->run(in);
+    BENCH_CHECK(cudaDeviceSynchronize());
+    double to_launch = seconds_since(t1);
+    auto stats = cuda_cache_stats();
+    std::printf("first-launch: gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
+                "(compiles %d, disk hits %d)\n", ok, init * 1e3, to_launch * 1e3, stats.compiles, stats.disk_hits);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "--first-launch") return first_launch();
+    if (!cuda_available()) {
+        std::printf("no GPU: %s\n", cuda_unavailable_reason().c_str());
+        return 1;
+    }
+    cudaStream_t s;
+    BENCH_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    RunOptions opts;
+    opts.stream = s;
+    const long long big = 1ll << 28;
+    double copy = copy_seconds(big, s);
+    double copy_bw = 2.0 * big * 4 / copy;
+    std::printf("device-to-device copy: %.0f GB/s (2^28 f32, read + write)\n", copy_bw / 1e9);
+
+    auto t = Clock::now();
+    auto sum1d = CudaBackend().compile(scan_program(sum_combine(), 1, 0));
+    double first_compile = seconds_since(t);
+    std::printf("first compile (sum, fresh cache): %.3f s\n", first_compile);
+    {  // where compile time goes: NVRTC to PTX only, then to CUBIN (PTX + ptxas)
+        auto p = scan_program(affine_combine(), 3, 1);
+        auto t1 = Clock::now();
+        std::string source = emit_cuda(p, "sm_90");
+        double gen = seconds_since(t1);
+        t1 = Clock::now();
+        emit_cuda(p, "sm_90", true);
+        double ptx = seconds_since(t1);
+        t1 = Clock::now();
+        cuda_compile_check(p, "sm_90");
+        std::printf("affine compile breakdown: codegen %.4f s, to PTX %.3f s, to CUBIN %.3f s (%zu bytes of source)\n",
+                    gen, ptx, seconds_since(t1), source.size());
+    }
+
+    std::vector<Row> rows;
+    auto bench = [&](const std::string& name, const CombineRef& combine, std::vector<std::int64_t> shape, int dim,
+                     double target) {
+        long long n = 1;
+        for (auto x : shape) n *= x;
+        auto exe = CudaBackend().compile(scan_program(combine, static_cast<int>(shape.size()), dim));
+        std::vector<float*> bufs;
+        std::vector<TensorView> in;
+        for (int i = 0; i < combine->num_leaves(); ++i) {
+            bool coefficient = combine->num_leaves() == 2 && i == 0;
+            bufs.push_back(device_random(n, 17 + i, coefficient ? 0.5f : -1.0f, 1.0f));
+            in.push_back(device_view(bufs.back(), shape));
+        }
+        double sec = time_median([&](cudaStream_t st) { exe->run(in, opts); }, s);
+        Row r{name, 4.0 * n * (combine->num_leaves() + 1), sec, 0, 0, target};
+        if (shape.size() == 1) {  // CUB on the same 1-D data
+            float* out = nullptr;
+            BENCH_CHECK(cudaMalloc(&out, n * 8));
+            if (combine->num_leaves() == 2) {
+                float2* pairs = nullptr;
+                BENCH_CHECK(cudaMalloc(&pairs, n * 8));
+                BENCH_CHECK(cudaMemcpy2D(pairs, 8, bufs[0], 4, 4, n, cudaMemcpyDeviceToDevice));
+                BENCH_CHECK(cudaMemcpy2D(reinterpret_cast<char*>(pairs) + 4, 8, bufs[1], 4, 4, n, cudaMemcpyDeviceToDevice));
+                r.cub_seconds = cub_affine(pairs, reinterpret_cast<float2*>(out), n, s);
+                r.cub_bytes = 16.0 * n;
+                cudaFree(pairs);
+            } else {
+                r.cub_seconds = combine->name == "max" ? cub_max(bufs[0], out, n, s) : cub_sum(bufs[0], out, n, s);
+                r.cub_bytes = 8.0 * n;
+            }
+            cudaFree(out);
+        }
+        for (float* p : bufs) cudaFree(p);
+        rows.push_back(r);
+        std::printf("%-34s %8.1f us  %6.0f GB/s  %5.1f%% of copy\n", name.c_str(), sec * 1e6, r.bytes / sec / 1e9,
+                    100 * r.bytes / sec / copy_bw);
+        std::fflush(stdout);
+    };
+    if (argc > 1 && std::string(argv[1]) == "--sweep") {  // tuning sweep: % of copy per variant
+        std::printf("| tuning rt,ri,rw,cw,cr,cwin,mb | sum rows | sum 1-D 2^28 | sum dim 0 | affine rows | affine (2,4096,1024) d1 | affine 1-D |\n"
+                    "|---|---|---|---|---|---|---|\n");
+        for (int i = 2; i < argc; ++i) {
+            setenv("SCANC_CUDA_TUNING", argv[i], 1);
+            std::printf("| %s |", argv[i]);
+            struct C { CombineRef c; std::vector<std::int64_t> shape; int dim; } cases[] = {
+                {sum_combine(), {8192, 4096}, 1}, {sum_combine(), {big}, 0}, {sum_combine(), {4096, 8192}, 0},
+                {affine_combine(), {8192, 4096}, 1}, {affine_combine(), {2, 4096, 1024}, 1}, {affine_combine(), {big}, 0}};
+            for (auto& c : cases) {
+                long long n = 1;
+                for (auto x : c.shape) n *= x;
+                auto exe = CudaBackend().compile(scan_program(c.c, static_cast<int>(c.shape.size()), c.dim));
+                std::vector<float*> bufs;
+                std::vector<TensorView> in;
+                for (int l = 0; l < c.c->num_leaves(); ++l) {
+                    bufs.push_back(device_random(n, 5 + l, l == 0 && c.c->num_leaves() == 2 ? 0.5f : -1.0f, 1.0f));
+                    in.push_back(device_view(bufs.back(), c.shape));
+                }
+                double sec = time_median([&](cudaStream_t st) { exe->run(in, opts); }, s, 9, 2);
+                std::printf(" %.1f%% |", 100 * 4.0 * n * (c.c->num_leaves() + 1) / sec / copy_bw);
+                std::fflush(stdout);
+                for (float* p : bufs) cudaFree(p);
+            }
+            std::printf("\n");
+        }
+        unsetenv("SCANC_CUDA_TUNING");
+        return 0;
+    }
+    bench("sum 1-D 2^28", sum_combine(), {big}, 0, 0.90);
+    bench("sum rows 8192x4096 dim 1", sum_combine(), {8192, 4096}, 1, 0.90);
+    bench("sum 4096x8192 dim 0", sum_combine(), {4096, 8192}, 0, 0.90);
+    bench("sum 16x2^22 dim 1", sum_combine(), {16, 1 << 22}, 1, 0.90);
+    bench("affine rows 8192x4096 dim 1", affine_combine(), {8192, 4096}, 1, 0.85);
+    bench("affine (2,4096,1024) dim 1", affine_combine(), {2, 4096, 1024}, 1, 0.85);
+    bench("affine 1-D 2^28", affine_combine(), {big}, 0, 0.85);
+    bench("max 1-D 2^28", max_combine(), {big}, 0, 0);
+    bench("sum 1-D 2^20", sum_combine(), {1 << 20}, 0, 0);
+
+    std::string table = "| case | scanc us | scanc GB/s | % of copy | target | CUB GB/s | CUB % of copy |\n"
+                        "|---|---|---|---|---|---|---|\n";
+    for (auto& r : rows) {
+        double bw = r.bytes / r.seconds;
+        char line[512];
+        std::snprintf(line, sizeof line, "| %s | %.1f | %.0f | %.1f%% | %s | %s | %s |\n", r.name.c_str(), r.seconds * 1e6,
+                      bw / 1e9, 100 * bw / copy_bw,
+                      r.target > 0 ? (std::string(">= ") + std::to_string(int(r.target * 100)) + "%").c_str() : "-",
+                      r.cub_seconds > 0 ? std::to_string(int(r.cub_bytes / r.cub_seconds / 1e9)).c_str() : "-",
+                      r.cub_seconds > 0 ? (std::to_string(int(100 * r.cub_bytes / r.cub_seconds / copy_bw)) + "%").c_str() : "-");
+        table += line;
+    }
+    char head[256];
+    std::snprintf(head, sizeof head, "copy ceiling %.0f GB/s; first compile %.3f s\n\n", copy_bw / 1e9, first_compile);
+    std::printf("\n%s%s", head, table.c_str());
+    if (argc > 1 && argv[1][0] != '-') {
+        if (FILE* f = std::fopen(argv[1], "w")) {
+            std::fprintf(f, "%s%s", head, table.c_str());
+            std::fclose(f);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,148 @@
+"""onnxruntime CPU time of lowered scans: hillis-steele vs work-efficient vs native CumSum, and
+scanc's own backend on the same program, for S in {1K, 64K, 1M}. Not a test.
+
+    python bench/onnx_bench.py [--scanc build/tools/scanc/scanc] [--threads 1]
+                               [--out docs/onnx_bench]   # writes .json, .md table and .svg plot
+
+Each model is exported with `scanc lower --size SYM=S --emit onnx`, run on the same random
+inputs, and timed as the median of repeated runs after a warm-up (about 1 s per point)."""
+import argparse
+import json
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+REPO = Path(__file__).resolve().parents[1]
+SIZES = [1024, 65536, 1048576]
+# example, program symbol, fixed sizes of the other symbols, inputs for a length S
+CASES = {
+    "cumsum": ("T", {"N": 1}, lambda s, g: {"x": g.uniform(-1, 1, (1, s)).astype(np.float32)}),
+    "mamba": ("L", {"B": 1, "D": 4},
+              lambda s, g: {"x": g.uniform(-1, 1, (1, s, 4)).astype(np.float32),
+                            "dt": g.uniform(0, 0.5, (1, s, 4)).astype(np.float32),
+                            "A": g.uniform(-1, 0, (4,)).astype(np.float32)}),
+}
+
+
+def median_seconds(fn, budget=1.0):
+    fn()  # warm-up
+    times = []
+    start = time.perf_counter()
+    while len(times) < 3 or (time.perf_counter() - start < budget and len(times) < 200):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def onnx_time(scanc, example, sym, s, inputs, threads, *options):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.onnx"
+        r = subprocess.run([scanc, "lower", REPO / "examples" / f"{example}.scan", "--size",
+                            f"{sym}={s}", "--emit", "onnx", "-o", path, *options],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        return median_seconds(lambda: session.run(None, inputs))
+
+
+def scanc_time(scanc, example, sym, s, others, backend):
+    sizes = ",".join(f"{k}={v}" for k, v in {**others, sym: s}.items())
+    r = subprocess.run([scanc, "bench", REPO / "examples" / f"{example}.scan", "--random", sizes,
+                        "--backend", backend], capture_output=True, text=True)
+    m = re.search(r"median ([\d.]+) (us|ms|s)\b", r.stdout)
+    used = re.search(r"\) on (\w+)", r.stdout)
+    if not m:  # a failed tolerance check still prints the time; the check is bench's job
+        return None, backend
+    seconds = float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+    return seconds, used.group(1) if used else backend
+
+
+def svg_plot(rows, path):
+    """Log-log lines of time vs S, one per (example, method); no plotting library needed."""
+    w, h, pad = 720, 420, 60
+    series = {}
+    for r in rows:
+        if r["seconds"]:
+            series.setdefault(f'{r["example"]}: {r["method"]}', []).append((r["S"], r["seconds"]))
+    ts = [t for pts in series.values() for _, t in pts]
+    lo, hi = np.log10(min(ts)) - 0.2, np.log10(max(ts)) + 0.2
+    xs = np.log10(SIZES)
+
+    def x_of(s):
+        return pad + (np.log10(s) - xs[0]) / (xs[-1] - xs[0]) * (w - 2 * pad - 180)
+
+    def y_of(t):
+        return h - pad - (np.log10(t) - lo) / (hi - lo) * (h - 2 * pad)
+
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+              "#7f7f7f"]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+           f'font-family="Helvetica" font-size="11">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<text x="{pad}" y="20" font-size="13">onnxruntime CPU time of lowered scans '
+           f'(log-log; lower is better)</text>']
+    for s in SIZES:
+        out.append(f'<text x="{x_of(s):.0f}" y="{h - pad + 18}" text-anchor="middle">S={s}</text>')
+    for e in range(int(np.floor(lo)), int(np.ceil(hi)) + 1):
+        y = y_of(10.0 ** e)
+        if pad <= y <= h - pad:
+            out.append(f'<line x1="{pad}" x2="{w - pad - 180}" y1="{y:.0f}" y2="{y:.0f}" '
+                       f'stroke="#ddd"/><text x="{pad - 6}" y="{y + 4:.0f}" '
+                       f'text-anchor="end">1e{e} s</text>')
+    for i, (name, pts) in enumerate(sorted(series.items())):
+        c = colors[i % len(colors)]
+        d = " ".join(f"{x_of(s):.1f},{y_of(t):.1f}" for s, t in pts)
+        out.append(f'<polyline points="{d}" fill="none" stroke="{c}" stroke-width="2"/>')
+        y = pad + 16 * i
+        out.append(f'<line x1="{w - 170}" x2="{w - 150}" y1="{y}" y2="{y}" stroke="{c}" '
+                   f'stroke-width="2"/><text x="{w - 145}" y="{y + 4}">{name}</text>')
+    out.append("</svg>")
+    path.write_text("\n".join(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scanc", default=str(REPO / "build/tools/scanc/scanc"))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--backend", default="auto", help="scanc's own backend to compare")
+    ap.add_argument("--out", default=str(REPO / "docs/onnx_bench"))
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    rows = []
+    for example, (sym, others, make) in CASES.items():
+        for s in SIZES:
+            inputs = make(s, rng)
+            methods = [("hillis-steele", ["--algorithm", "hillis-steele"]),
+                       ("work-efficient", ["--algorithm", "work-efficient"])]
+            if example == "cumsum":
+                methods.append(("native CumSum", ["--native-cumsum"]))
+            for name, opts in methods:
+                t = onnx_time(args.scanc, example, sym, s, inputs, args.threads, *opts)
+                rows.append({"example": example, "S": s, "method": f"ORT {name}", "seconds": t})
+            t, used = scanc_time(args.scanc, example, sym, s, others, args.backend)
+            rows.append({"example": example, "S": s, "method": f"scanc {used}", "seconds": t})
+            for r in rows[-len(methods) - 1:]:
+                print(f'{example:8s} S={s:8d} {r["method"]:22s} '
+                      f'{r["seconds"] * 1e3 if r["seconds"] else float("nan"):10.3f} ms')
+    out = Path(args.out)
+    out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    lines = ["| example | S | method | time (ms) |", "|---|---:|---|---:|"]
+    for r in rows:
+        ms = f'{r["seconds"] * 1e3:.3f}' if r["seconds"] else "n/a"
+        lines.append(f'| {r["example"]} | {r["S"]} | {r["method"]} | {ms} |')
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    svg_plot(rows, out.with_suffix(".svg"))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+// The CPU backend: the embedded default. Compiles a program once into fused stages (each scan
+// with its elementwise prologue and epilogue, evaluated block by block so no intermediate tensor
+// reaches memory) and runs them on its own thread pool (std::thread; no OpenMP, so it coexists
+// with PyTorch or NumPy in one process).
+//
+// Semantics are the reference executor's (include/scanc/ir/scalar_eval.h). Results are
+// bit-identical run to run for a given thread count: work is partitioned by sizes and thread
+// count only, never by timing. Floats may be reassociated when one scan line is split across
+// lanes or threads; RunOptions::ordered forbids that (each line combined strictly in order, so
+// floats match the reference bitwise) at the cost of parallelism within a line.
+#pragma once
+
+#include "scanc/runtime/backend.h"
+
+namespace scanc {
+
+class CpuBackend : public Backend {
+public:
+    std::string name() const override { return "cpu"; }
+    std::unique_ptr<Executable> compile(const ProgramRef& program) override;
+};
+
+// The process-wide default thread count of the CPU backend, used when RunOptions::num_threads
+// is 0. `n` <= 0 restores the default: SCANC_NUM_THREADS if set, else every core.
+void set_cpu_num_threads(int n);
+// The thread count a run with RunOptions::num_threads == 0 uses now.
+int cpu_num_threads();
+
+}  // namespace scanc

@@ -1,0 +1,64 @@
+// The CUDA backend: kernels generated from the program (combine inlined, elementwise prologue and
+// epilogue fused), compiled by NVRTC, launched through the driver API. libcuda and libnvrtc are
+// loaded at run time, so one build runs with or without a GPU (compile() then throws
+// RuntimeError saying why; cuda_available() tells beforehand).
+//
+// Semantics and guarantees:
+//   - Sizes and strides are kernel arguments: a program compiles once (per device arch) and runs
+//     on every size its symbolic shapes admit, any strides, 64-bit indexing.
+//   - Deterministic: the same inputs give bit-identical outputs run to run. The cross-tile
+//     look-back always folds the same aggregates in the same association (a fixed window), at
+//     the cost of waiting for a window's predecessors (docs/benchmarks.md states the cost).
+//   - Inputs on a CUDA device are read in place; outputs are allocated on that device, stream
+//     ordered (cuMemAllocAsync) on RunOptions::stream, and freed on that stream when the last
+//     Tensor referring to them goes (keep the stream alive as long as the outputs).
+//   - When every input is on the CPU, inputs are copied to device 0, the program runs there, and
+//     the outputs are copied back to new CPU tensors before run() returns.
+//   - An Executable runs launches in order on one stream at a time: a run on a different stream
+//     first waits for the previous one (the look-back state is per Executable).
+//   - Compiled binaries are cached in memory and in $SCANC_CACHE_DIR (default ~/.cache/scanc).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "scanc/runtime/backend.h"
+
+namespace scanc {
+
+class CudaBackend : public Backend {
+public:
+    std::string name() const override { return "cuda"; }
+    // Plans, generates and compiles (or loads from the cache) the program's kernels for the
+    // arch of device 0. RuntimeError when there is no GPU or no NVRTC.
+    std::unique_ptr<Executable> compile(const ProgramRef& program) override;
+};
+
+// True when a CUDA driver and a device are present (the facade's backend table calls this).
+bool cuda_available();
+// Why cuda_available() is false ("" when it is true).
+std::string cuda_unavailable_reason();
+
+// What `scanc emit --target cuda` writes: the generated CUDA C++ source (`ptx` false), or the
+// PTX NVRTC makes of it for `arch` (`ptx` true; needs libnvrtc, not a GPU). `arch` is "sm_90"
+// style. Compiling the source for a real arch needs no GPU either: see cuda_compile_check.
+std::string emit_cuda(const ProgramRef& program, std::string_view arch = "sm_90", bool ptx = false);
+
+// Compiles the program's generated source with NVRTC for `arch` and returns the size of the
+// binary; RuntimeError with the compile log on failure. For CI on machines without a GPU.
+std::size_t cuda_compile_check(const ProgramRef& program, std::string_view arch = "sm_90");
+
+// True when libnvrtc can be loaded.
+bool cuda_nvrtc_available();
+// Why cuda_nvrtc_available() is false ("" when it is true).
+std::string cuda_nvrtc_unavailable_reason();
+
+// Counters of the kernel cache, for tests and benchmarks.
+struct CudaCacheStats {
+    int compiles = 0;
+    int disk_hits = 0;
+    int memory_hits = 0;
+};
+CudaCacheStats cuda_cache_stats();
+
+}  // namespace scanc

@@ -1,0 +1,110 @@
+"""Symbolic derivatives of combine expressions (ir.Node), for the backward of a scan.
+
+`derivative(node, v)` is d node / d v for a variable v (("l", j), ("r", j) or ("c", k)) as
+another expression, simplified by ir.make so that an operand that does not depend on v adds
+nothing (no `0 * inf`). Conventions follow torch's autograd where they matter:
+- comparisons, logical and bitwise ops, floor, ceil, where's condition and casts to integer or
+  bool types have zero derivative;
+- min/max send the gradient to the selected operand and split it evenly on ties (as
+  torch.minimum/maximum do); abs has derivative sign(x) (0 at 0);
+- pow(a, b) with a constant exponent never forms log(a).
+"""
+
+from __future__ import annotations
+
+from .ir import ONE, ZERO, Node, const, make
+
+_NONDIFFERENTIABLE = {"<", "<=", ">", ">=", "==", "!=", "and", "or", "not", "&", "|", "^",
+                      "floor", "ceil"}
+_FLOAT_TYPES = ("cast:f16", "cast:bf16", "cast:f32", "cast:f64")
+
+
+def _sign(x: Node) -> Node:
+    return make("where", make(">", x, ZERO), ONE,
+                make("where", make("<", x, ZERO), const(-1), ZERO))
+
+
+def _local(node: Node, d: list[Node]) -> Node:
+    """The derivative of `node` given the derivatives `d` of its operands."""
+    op, args = node.op, node.args
+    a = args[0]
+    da = d[0]
+    if op == "+":
+        return make("+", da, d[1])
+    if op == "-":
+        return make("-", da, d[1])
+    if op == "*":
+        return make("+", make("*", da, args[1]), make("*", a, d[1]))
+    if op == "/":
+        b = args[1]
+        return make("-", make("/", da, b), make("/", make("*", a, d[1]), make("*", b, b)))
+    if op == "%":  # a - floor(a / b) * b
+        return make("-", da, make("*", make("floor", make("/", a, args[1])), d[1]))
+    if op == "neg":
+        return make("neg", da)
+    if op == "exp":
+        return make("*", node, da)
+    if op == "expm1":
+        return make("*", make("exp", a), da)
+    if op == "log":
+        return make("/", da, a)
+    if op == "log1p":
+        return make("/", da, make("+", a, ONE))
+    if op == "sqrt":
+        return make("/", da, make("*", const(2), node))
+    if op == "rsqrt":  # -0.5 * a^-1.5
+        return make("*", make("/", make("*", const(-0.5), node), a), da)
+    if op == "abs":
+        return make("*", _sign(a), da)
+    if op == "tanh":
+        return make("*", make("-", ONE, make("*", node, node)), da)
+    if op == "sigmoid":
+        return make("*", make("*", node, make("-", ONE, node)), da)
+    if op == "softplus":
+        return make("*", make("sigmoid", a), da)
+    if op == "sin":
+        return make("*", make("cos", a), da)
+    if op == "cos":
+        return make("*", make("neg", make("sin", a)), da)
+    if op == "pow":
+        b, db = args[1], d[1]
+        term = make("*", make("*", b, make("pow", a, make("-", b, ONE))), da)
+        if db is ZERO:
+            return term
+        return make("+", term, make("*", make("*", node, make("log", a)), db))
+    if op in ("min", "max"):
+        b, db = args[1], d[1]
+        wins = make("<" if op == "min" else ">", a, b)
+        loses = make(">" if op == "min" else "<", a, b)
+        tie = make("/", make("+", da, db), const(2))
+        return make("where", wins, da, make("where", loses, db, tie))
+    if op == "logaddexp":
+        b, db = args[1], d[1]
+        return make("+", make("*", da, make("sigmoid", make("-", a, b))),
+                    make("*", db, make("sigmoid", make("-", b, a))))
+    if op == "where":
+        return make("where", a, d[1], d[2])
+    if op in _FLOAT_TYPES:
+        return make(op, da) if da is not ZERO else ZERO
+    if op in _NONDIFFERENTIABLE or op.startswith("cast:"):
+        return ZERO
+    raise ValueError(f"associative_scan: no derivative rule for `{op}`")
+
+
+def derivative(node: Node, v: Node, memo: dict[int, Node] | None = None) -> Node:
+    """d node / d v, where v is a var node. `memo` (per v) shares work across outputs."""
+    from .ir import topo_order
+    memo = {} if memo is None else memo
+
+    def get(n: Node) -> Node:
+        if n.op == "var":
+            return ONE if n is v else ZERO
+        if n.op == "const":
+            return ZERO
+        return memo[id(n)]
+
+    for n in topo_order([node]):
+        if id(n) not in memo:
+            d = [get(a) for a in n.args]
+            memo[id(n)] = ZERO if all(x is ZERO for x in d) else _local(n, d)
+    return get(node)

@@ -1,0 +1,140 @@
+"""scanc.torch.associative_scan and the torch.library custom ops behind it.
+
+    scanc::associative_scan(str program, Tensor[] xs, Tensor[] captured, int dim, bool reverse)
+        -> Tensor[]
+    scanc::associative_scan_backward(str program, Tensor[] xs, Tensor[] ys, Tensor[] captured,
+        Tensor[] grads, int dim, bool reverse) -> Tensor[]     (dxs, then per captured value its
+        per-element contributions: the leaves' shape with max(S - 1, 0) along dim)
+
+`program` is the traced combine's text (a constant under Dynamo), so the ops are opaque,
+shape-generic calls: fake implementations give the output shapes, eager ones compile the program
+once per signature (programs.py) and run it with scanc on the tensors' device. That is what makes
+them work in eager, under torch.compile (dynamic or static, no graph break, no recompilation
+when sizes change) and in torch.export.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch.utils import _pytree as pytree
+
+from . import programs
+from .trace import trace_combine
+
+
+@torch.library.custom_op("scanc::associative_scan", mutates_args=())
+def scan_op(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
+            reverse: bool) -> list[Tensor]:
+    compiled = programs.forward(program, xs, captured, dim, reverse)
+    return [o.contiguous() for o in programs.run(compiled, list(xs) + list(captured))]
+
+
+@scan_op.register_fake
+def _scan_fake(program, xs, captured, dim, reverse):
+    return [x.new_empty(x.shape) for x in xs]
+
+
+def _contribution_shape(x: Tensor, dim: int) -> list:
+    shape = list(x.shape)
+    shape[dim] = torch.sym_max(shape[dim] - 1, 0)
+    return shape
+
+
+@torch.library.custom_op("scanc::associative_scan_backward", mutates_args=())
+def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured: list[Tensor],
+                     grads: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
+    compiled = programs.backward(program, xs, captured, dim, reverse)
+    outs = programs.run(compiled, list(xs) + list(ys) + list(captured) + list(grads))
+    n = len(xs)
+    contributions = dict(zip(compiled.captured_outputs, outs[n:]))
+    result = [o.contiguous() for o in outs[:n]]
+    for k in range(len(captured)):
+        c = contributions.get(k)
+        if c is None:  # the combine does not depend on this captured value
+            c = xs[0].new_zeros(_contribution_shape(xs[0], dim))
+        result.append(c.contiguous())
+    return result
+
+
+@scan_backward_op.register_fake
+def _scan_backward_fake(program, xs, ys, captured, grads, dim, reverse):
+    contribution = _contribution_shape(xs[0], dim)
+    return [x.new_empty(x.shape) for x in xs] + [xs[0].new_empty(contribution) for _ in captured]
+
+
+def _setup_context(ctx, inputs, output):
+    program, xs, captured, dim, reverse = inputs
+    ctx.save_for_backward(*xs, *output, *captured)
+    ctx.meta = (program, len(xs), dim, reverse)
+
+
+def _backward(ctx, grads):
+    program, n, dim, reverse = ctx.meta
+    saved = ctx.saved_tensors
+    xs, ys, captured = list(saved[:n]), list(saved[n:2 * n]), list(saved[2 * n:])
+    grads = [torch.zeros_like(y) if g is None else g for g, y in zip(grads, ys)]
+    outs = scan_backward_op(program, xs, ys, captured, grads, dim, reverse)
+    dcs = [contribution.sum_to_size(c.shape).to(c.dtype) if c.is_floating_point() else None
+           for contribution, c in zip(outs[n:], captured)]
+    return None, list(outs[:n]), dcs, None, None
+
+
+scan_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _align_captured(c: Tensor, x: Tensor, dim: int) -> Tensor:
+    """A closure tensor broadcasts against a slice of the leaves (the leaves' shape without
+    `dim`, as torch's combine_fn sees it); scanc wants the leaves' rank with size 1 at dim."""
+    rank = x.ndim - 1
+    if c.ndim > rank:
+        raise ValueError(f"associative_scan: a tensor captured by combine_fn has shape "
+                         f"{tuple(c.shape)}, which does not broadcast to the shape "
+                         f"{tuple(x.shape[:dim] + x.shape[dim + 1:])} of one slice of xs")
+    slice_shape = list(x.shape[:dim]) + list(x.shape[dim + 1:])
+    for size, want in zip(c.shape, slice_shape[rank - c.ndim:]):
+        if size != 1 and size != want:
+            raise ValueError(f"associative_scan: a tensor captured by combine_fn has shape "
+                             f"{tuple(c.shape)}, which does not broadcast to the shape "
+                             f"{tuple(slice_shape)} of one slice of xs")
+    if c.device != x.device:
+        c = c.to(x.device)
+    return c.reshape([1] * (rank - c.ndim) + list(c.shape)).unsqueeze(dim)
+
+
+def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
+                     combine_mode: str = "pointwise"):
+    """An inclusive scan of the pytree of tensors `xs` along `dim` with the associative
+    `combine_fn`, exactly like torch._higher_order_ops.associative_scan (reverse: the later
+    element is the left operand). combine_fn is traced once per call with ordinary torch
+    operations into scanc's IR; tensors it closes over are captured values (they broadcast
+    against one slice of the leaves). Differentiable, for leaves and captured tensors.
+
+    ValueError for a non-associative combine (with a counterexample), an operation scanc does
+    not support inside a combine (named), or leaves of different shapes or devices.
+    combine_mode is accepted for compatibility and ignored: every combine is compiled whole.
+    """
+    del combine_mode
+    leaves, spec = pytree.tree_flatten(xs)
+    if not leaves:
+        raise ValueError("associative_scan: xs has no leaves; expected at least one tensor")
+    if not all(isinstance(x, Tensor) for x in leaves):
+        raise ValueError("associative_scan: every leaf of xs must be a tensor")
+    first = leaves[0]
+    for i, x in enumerate(leaves):
+        if x.shape != first.shape:
+            raise ValueError(f"associative_scan: the leaves of xs must have one shape; leaf 0 "
+                             f"is {tuple(first.shape)}, leaf {i} is {tuple(x.shape)}")
+        if x.device != first.device:
+            raise ValueError(f"associative_scan: the leaves of xs must be on one device; leaf "
+                             f"0 is on {first.device}, leaf {i} on {x.device}")
+    if first.ndim == 0:
+        raise ValueError("associative_scan: the leaves of xs must have at least one dim")
+    if not -first.ndim <= dim < first.ndim:
+        raise ValueError(f"associative_scan: dim {dim} is out of range for leaves of "
+                         f"{first.ndim} dims")
+    dim = dim % first.ndim
+    text, captured = trace_combine(combine_fn, spec, len(leaves))
+    captured = [_align_captured(c, first, dim) for c in captured]
+    out = scan_op(text, leaves, captured, dim, bool(reverse))
+    return pytree.tree_unflatten(list(out), spec)

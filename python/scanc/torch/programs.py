@@ -1,0 +1,238 @@
+"""The .scan programs behind scanc.torch's ops, compiled once per signature and run via DLPack.
+
+forward:  the scan itself, with symbolic sizes (one compiled program serves every size).
+backward: for y_t = f(y_{t-1}, x_t) (y_0 = x_0) with Jacobians L_t = df/dleft, R_t = df/dright,
+          C_t = df/dcaptured at (y_{t-1}, x_t), the gradient wrt y_t solves
+              g_t = gbar_t + L_{t+1}^T g_{t+1},
+          a reverse scan over affine maps g -> A g + b with A_t = L_{t+1}^T and the combine
+          (A', b' | A, b) -> (A A', A b' + b) (the same formula serves the forward scan a reverse
+          scan's backward needs). Then dx_0 = g_0, dx_t = R_t^T g_t and the captured values get
+          C_t^T g_t per element (summed to their shape by the caller). A reverse scan mirrors
+          every shift. The shift by one is slice/concat; the A of the last step (never used) is
+          evaluated at a valid point (x repeated) so it cannot inject NaN. Entries of A that are
+          symbolically zero are left out when their zero pattern survives the products.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import torch
+
+import scanc
+
+from . import ir
+from .derive import derivative
+from .trace import _DTYPE_NAMES
+
+_CACHE: dict[tuple, "CompiledScan"] = {}
+_LOCK = threading.Lock()
+
+
+@dataclass
+class CompiledScan:
+    module: scanc.Module
+    program: str
+    captured_outputs: list[int]  # backward only: captured indices that get a contribution
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    name = _DTYPE_NAMES.get(t.dtype)
+    if name is None:
+        raise ValueError(f"associative_scan: dtype {t.dtype} is not supported by scanc")
+    return name
+
+
+def _param(name: str, t: torch.Tensor, leaf_rank: int, leaf: bool) -> str:
+    dims = ", ".join(f"D{j}" if leaf or t.shape[j] != 1 else "1" for j in range(leaf_rank))
+    return f"{name}: {dtype_name(t)}[{dims}]"
+
+
+def _signature(kind: str, text: str, xs, captured, dim: int, reverse: bool) -> tuple:
+    return (kind, text, dim, reverse, tuple(x.dtype for x in xs), xs[0].ndim,
+            tuple((c.dtype, tuple(s == 1 for s in c.shape)) for c in captured))
+
+
+def _backend(t: torch.Tensor) -> str:
+    if t.device.type == "cuda":
+        return "cuda"
+    if t.device.type != "cpu":
+        raise ValueError(f"associative_scan: tensors on {t.device} are not supported")
+    return "cpu" if "cpu" in scanc.available_backends() else "reference"
+
+
+def run(compiled: CompiledScan, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """Runs on the inputs' device: the CPU backend with torch's thread count, or CUDA on the
+    current stream."""
+    device = inputs[0].device
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    outs = compiled.module.run(compiled.program, *inputs, backend=_backend(inputs[0]),
+                               num_threads=torch.get_num_threads(), stream=stream)
+    # A custom op's outputs may not alias its inputs (scanc may hand back an input untouched).
+    ptrs = {t.data_ptr() for t in inputs if t.numel()}
+    return tuple(o.clone() if o.numel() and o.data_ptr() in ptrs else o for o in outs)
+
+
+def _compiled(key: tuple, build) -> CompiledScan:
+    with _LOCK:
+        hit = _CACHE.get(key)
+    if hit is None:
+        hit = build()
+        with _LOCK:
+            _CACHE[key] = hit
+    return hit
+
+
+def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
+    """The compiled forward scan; ValueError (with a counterexample) when the combine is not
+    associative, or when its types do not fit the leaves."""
+    def build() -> CompiledScan:
+        rank = xs[0].ndim
+        params = [_param(f"x{i}", x, rank, True) for i, x in enumerate(xs)]
+        params += [_param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
+        leaves = ", ".join(f"x{i}" for i in range(len(xs)))
+        outs = ", ".join(f"y{i}" for i in range(len(xs)))
+        lhs = f"({outs})" if len(xs) > 1 else outs
+        cap = ", ".join(f"c{k}" for k in range(len(captured)))
+        tail = (" reverse" if reverse else "") + (f" with ({cap})" if captured else "")
+        program = (f"{text}program forward({', '.join(params)}) {{\n"
+                   f"  {lhs} = scan combine_fn({leaves}) dim={dim}{tail}\n"
+                   f"  return {outs}\n}}\n")
+        module = _load(program, "associative_scan")
+        try:
+            module.check()
+        except ValueError as e:
+            raise ValueError(f"associative_scan: combine_fn is not associative (or does not "
+                             f"fit the leaves): {e}\nThe traced combine:\n{text}") from None
+        return CompiledScan(module, "forward", [])
+
+    return _compiled(_signature("forward", text, xs, captured, dim, reverse), build)
+
+
+def _load(program: str, what: str) -> scanc.Module:
+    try:
+        return scanc.loads(program, f"<{what}>")
+    except ValueError as e:
+        raise ValueError(f"associative_scan: {e}\nThe generated program:\n{program}") from None
+
+
+def backward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
+    def build() -> CompiledScan:
+        if len({x.dtype for x in xs}) != 1 or not xs[0].is_floating_point():
+            raise ValueError("associative_scan: autograd needs floating-point leaves of one "
+                             f"dtype, got {[x.dtype for x in xs]}")
+        program, cap_out = _backward_text(ir.parse_combine(text), xs, captured, dim, reverse)
+        return CompiledScan(_load(program, "associative_scan backward"), "backward", cap_out)
+
+    return _compiled(_signature("backward", text, xs, captured, dim, reverse), build)
+
+
+def _closed_pattern(nonzero: list[list[bool]]) -> bool:
+    """Whether products of matrices with this nonzero pattern keep it."""
+    n = len(nonzero)
+    return all(nonzero[i][j] or not any(nonzero[i][k] and nonzero[k][j] for k in range(n))
+               for i in range(n) for j in range(n))
+
+
+def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
+    n, rank, d = comb.num_leaves, xs[0].ndim, dim
+    dt = dtype_name(xs[0])
+    size = f"D{d}"
+    left = [ir.var("l", j) for j in range(n)]
+    right = [ir.var("r", j) for j in range(n)]
+    caps = [ir.var("c", k) for k in range(len(captured))]
+    memo_l = [dict() for _ in range(n)]
+    memo_r = [dict() for _ in range(n)]
+    # L[i][j] = d f_i / d l_j; A = L^T.
+    L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in range(n)] for i in range(n)]
+    R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in range(n)] for i in range(n)]
+    C = [[derivative(comb.outputs[i], c) for c in caps] for i in range(n)]
+    A = [[L[j][i] for j in range(n)] for i in range(n)]
+    nonzero = [[A[i][j] is not ir.ZERO for j in range(n)] for i in range(n)]
+    if not _closed_pattern(nonzero):
+        nonzero = [[True] * n for _ in range(n)]
+    entries = [(i, j) for i in range(n) for j in range(n) if nonzero[i][j]]
+
+    lines: list[str] = []
+    params = [_param(f"{p}{i}", x, rank, True) for p in ("x", "y") for i, x in enumerate(xs)]
+    params += [_param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
+    params += [_param(f"g{i}", x, rank, True) for i, x in enumerate(xs)]
+
+    def sl(name: str, start, stop) -> str:
+        return f"slice({name}, {d}, {start}, {stop})"
+
+    def full(expr: str, like: str) -> str:  # broadcast to `like`'s shape, in the leaves' dtype
+        return f"{dt}(where({like} == {like}, {expr}, {expr}))"
+
+    # Where the A of step t is evaluated: (y_t, x_{t+1}) forward, (y_t, x_{t-1}) reverse.
+    for j in range(n):
+        shifted = (f"concat({d}, {sl(f'x{j}', 1, size)}, {sl(f'x{j}', -1, size)})" if not reverse
+                   else f"concat({d}, {sl(f'x{j}', 0, 1)}, {sl(f'x{j}', 0, -1)})")
+        lines.append(f"  xs{j} = {shifted}")
+    env_a = {"l": "y", "r": "xs", "c": "c"}
+    a_text = ir.print_statements([A[i][j] for i, j in entries],
+                                 lambda v: f"{env_a[v.value[0]]}{v.value[1]}", "ea", lines)
+    for (i, j), expr, node in zip(entries, a_text, [A[i][j] for i, j in entries]):
+        lines.append(f"  a{i}_{j} = " + (f"{dt}({expr})" if ir.depends_on(node, ("l", "r"))
+                                         else full(expr, "x0")))
+    scan_leaves = [f"a{i}_{j}" for i, j in entries] + [f"g{i}" for i in range(n)]
+    scan_outs = ["_"] * len(entries) + [f"h{i}" for i in range(n)]
+    direction = "" if reverse else " reverse"
+    lines.append(f"  ({', '.join(scan_outs)}) = scan affine_backward({', '.join(scan_leaves)}) "
+                 f"dim={d}{direction}")
+    # dx_t = R^T g_t and captured contributions at (y_{t-1}, x_t) (reverse: (y_{t+1}, x_t)).
+    prev, cur = ((0, -1), (1, size)) if not reverse else ((1, size), (0, -1))
+    for j in range(n):
+        lines.append(f"  yp{j} = {sl(f'y{j}', *prev)}")
+        lines.append(f"  xc{j} = {sl(f'x{j}', *cur)}")
+        lines.append(f"  hc{j} = {sl(f'h{j}', *cur)}")
+    env_p = {"l": "yp", "r": "xc", "c": "c"}
+    terms_dx = [[(R[i][j], i) for i in range(n) if R[i][j] is not ir.ZERO] for j in range(n)]
+    terms_dc = [[(C[i][k], i) for i in range(n) if C[i][k] is not ir.ZERO]
+                for k in range(len(captured))]
+    flat = [t for group in terms_dx + terms_dc for t, _ in group]
+    texts = iter(ir.print_statements(flat, lambda v: f"{env_p[v.value[0]]}{v.value[1]}", "ep",
+                                     lines))
+
+    def weighted_sum(group) -> str:
+        return " + ".join(f"{next(texts)} * hc{i}" for _, i in group)
+
+    results = []
+    for j in range(n):
+        tail = weighted_sum(terms_dx[j]) if terms_dx[j] else full("0", "hc0")
+        first = sl(f"h{j}", 0, 1) if not reverse else sl(f"h{j}", -1, size)
+        parts = (first, f"dt{j}") if not reverse else (f"dt{j}", first)
+        lines.append(f"  dt{j} = {tail}")
+        lines.append(f"  dx{j} = concat({d}, {parts[0]}, {parts[1]})")
+        results.append(f"dx{j}")
+    cap_out = []
+    for k, group in enumerate(terms_dc):
+        if group:
+            lines.append(f"  dc{k} = {weighted_sum(group)}")
+            results.append(f"dc{k}")
+            cap_out.append(k)
+    program = (_affine_combine(n, entries) +
+               f"program backward({', '.join(params)}) {{\n" + "\n".join(lines) +
+               f"\n  return {', '.join(results)}\n}}\n")
+    return program, cap_out
+
+
+def _affine_combine(n: int, entries: list[tuple[int, int]]) -> str:
+    """combine affine_backward(pA.., pb.. | qA.., qb..) -> (qA pA, qA pb + qb), over the
+    nonzero entries of A."""
+    have = set(entries)
+    left = [f"pa{i}_{j}" for i, j in entries] + [f"pb{i}" for i in range(n)]
+    right = [f"qa{i}_{j}" for i, j in entries] + [f"qb{i}" for i in range(n)]
+
+    def dot(i: int, rhs) -> list[str]:
+        return [f"qa{i}_{k} * {rhs(k)}" for k in range(n) if (i, k) in have and rhs(k)]
+
+    outs = []
+    for i, j in entries:
+        outs.append(" + ".join(dot(i, lambda k: f"pa{k}_{j}" if (k, j) in have else None))
+                    or "0")
+    for i in range(n):
+        outs.append(" + ".join(dot(i, lambda k: f"pb{k}") + [f"qb{i}"]))
+    return (f"combine affine_backward({', '.join(left)} | {', '.join(right)}) {{\n"
+            f"  return {', '.join(outs)}\n}}\n")

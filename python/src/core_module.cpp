@@ -1,0 +1,225 @@
+// scanc._core: the compiled half of the Python package. The pure-Python half (scanc/__init__.py)
+// turns Python scalars into arrays, picks the program and the output framework, and calls
+// CoreModule.run here. Errors: CompileError -> scanc.CompileError (a ValueError), every other
+// scanc error -> RuntimeError.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "module_check.h"
+#include "scanc/scanc.h"
+#ifdef SCANC_HAVE_ONNX
+#include "scanc/backends/onnx.h"
+#endif
+#include "tensor_convert.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace scanc::python {
+namespace {
+
+// A compiled program with a lock: backends need not allow concurrent runs of one executable.
+struct CompiledProgram {
+    std::unique_ptr<Executable> executable;
+    std::mutex run_mutex;
+};
+
+// A parsed module plus its executables, compiled on first use per (program, backend).
+class CoreModule {
+public:
+    explicit CoreModule(Module module) : module_(std::move(module)) {}
+
+    std::vector<std::string> programs() const {
+        std::vector<std::string> names;
+        for (const auto& p : module_.programs) names.push_back(p->name);
+        return names;
+    }
+
+    std::vector<std::string> combines() const {
+        std::vector<std::string> names;
+        for (const auto& c : module_.combines) names.push_back(c->name);
+        return names;
+    }
+
+    std::string text() const { return print_module(module_); }
+
+    // scanc lower: the program with its scans lowered (DESIGN §6), as .scan text (str) or an
+    // ONNX model (bytes). bounds/sizes map size symbols to a bound / a fixed size.
+    nb::object lower(const std::string& program, const std::string& algorithm,
+                     const std::map<std::string, std::int64_t>& bounds,
+                     const std::map<std::string, std::int64_t>& sizes, const std::string& emit,
+                     bool native_cumsum) const {
+        LowerOptions options;
+        options.algorithm = parse_algorithm(algorithm);
+        options.bounds.assign(bounds.begin(), bounds.end());
+        options.sizes.assign(sizes.begin(), sizes.end());
+        options.native_cumsum = native_cumsum;
+        ProgramRef original = module_.program(program);
+        ProgramRef lowered = lower_scans(*original, options);
+        check_lowered(*lowered, native_cumsum, original.get());
+        if (emit == "onnx") {
+#ifdef SCANC_HAVE_ONNX
+            std::string bytes = export_onnx(*lowered);
+            return nb::bytes(bytes.data(), bytes.size());
+#else
+            user_error({}, "this scanc was built without ONNX export; emit=\"scan\" works");
+#endif
+        }
+        if (emit != "scan") user_error({}, cat("emit=\"", emit, "\": expected \"scan\" or \"onnx\""));
+        Module out;
+        for (const Node* n : topo_order(lowered->results))
+            if (n->op == Op::Scan) out.combines.push_back(n->as<ScanAttr>().combine);
+        out.programs.push_back(lowered);
+        return nb::str(print_module(out).c_str());
+    }
+
+    // (name, dtype, dims) per parameter of `program`: dims are ints or symbol names.
+    nb::list params(const std::string& program) const {
+        nb::list out;
+        for (const NodeRef& p : module_.program(program)->params) {
+            nb::list dims;
+            for (const Size& s : p->type().shape) {
+                if (auto c = s.constant())
+                    dims.append(*c);
+                else
+                    dims.append(s.str());
+            }
+            out.append(nb::make_tuple(p->name, std::string(dtype_name(p->type().dtype)), dims));
+        }
+        return out;
+    }
+
+    nb::list check() const {
+        std::vector<ScanReport> reports;
+        {
+            nb::gil_scoped_release release;
+            reports = check_module(module_);
+        }
+        nb::list out;
+        for (const ScanReport& r : reports) {
+            nb::dict d;
+            d["program"] = r.program;
+            d["combine"] = r.combine;
+            d["dim"] = r.dim;
+            d["reverse"] = r.reverse;
+            d["trials"] = r.trials;
+            d["pattern"] = r.pattern;
+            d["location"] = r.location;
+            out.append(d);
+        }
+        return out;
+    }
+
+    nb::tuple run(const std::string& program, const nb::list& inputs, const std::string& backend,
+                  const std::string& framework, int num_threads, bool ordered,
+                  std::uintptr_t stream) {
+        ProgramRef prog = module_.program(program);
+        std::vector<InputArray> arrays(inputs.size());  // keep the callers' tensors referenced
+        std::vector<TensorView> views = import_inputs(*prog, inputs, arrays, backend);
+        RunOptions options;
+        options.num_threads = num_threads;
+        options.ordered = ordered;
+        options.stream = reinterpret_cast<void*>(stream);  // CUDA: the caller's CUstream
+        std::vector<Tensor> outputs;
+        {
+            // The arrays stay referenced by `arrays`, so their memory outlives the run.
+            nb::gil_scoped_release release;
+            CompiledProgram& compiled = executable(prog, backend);
+            std::lock_guard lock(compiled.run_mutex);
+            outputs = compiled.executable->run(views, options);
+        }
+        Framework fw = parse_framework(framework);
+        nb::list results;
+        for (Tensor& t : outputs) results.append(to_python(std::move(t), fw));
+        return nb::tuple(results);
+    }
+
+private:
+    // Views of the inputs' memory; TypeError for what is not a tensor, CompileError for a
+    // dtype or device scanc (or the backend) cannot read.
+    static std::vector<TensorView> import_inputs(const Program& prog, const nb::list& inputs,
+                                                 std::vector<InputArray>& arrays,
+                                                 const std::string& backend) {
+        // Only the CUDA backend reads device memory; any other would dereference it.
+        std::string resolved = backend == "auto" ? default_backend() : backend;
+        std::vector<TensorView> views;
+        for (std::size_t i = 0; i < arrays.size(); ++i) {
+            std::string what = i < prog.params.size() ? cat("input `", prog.params[i]->name, "`")
+                                                      : cat("input ", i);
+            if (!nb::try_cast(inputs[i], arrays[i]))
+                throw nb::type_error(cat(what, " of program `", prog.name, "` is a ",
+                                         nb::inst_name(inputs[i]).c_str(),
+                                         "; expected a NumPy array or a DLPack tensor").c_str());
+            views.push_back(to_view(arrays[i], what));
+            if (views.back().device.kind == DeviceKind::CUDA && resolved != "cuda")
+                user_error({}, cat(what, " is in CUDA memory, but backend `", resolved,
+                                   "` runs on the CPU; use backend=\"cuda\" or move it there"));
+        }
+        return views;
+    }
+
+    CompiledProgram& executable(const ProgramRef& program, const std::string& backend) {
+        std::lock_guard lock(cache_mutex_);
+        auto& slot = cache_[{program.get(), backend}];
+        if (!slot) {
+            auto compiled = std::make_unique<CompiledProgram>();
+            compiled->executable = compile(program, backend);
+            slot = std::move(compiled);
+        }
+        return *slot;
+    }
+
+    Module module_;
+    std::mutex cache_mutex_;
+    std::map<std::pair<const Program*, std::string>, std::unique_ptr<CompiledProgram>> cache_;
+};
+
+}  // namespace
+}  // namespace scanc::python
+
+NB_MODULE(_core, m) {
+    using scanc::python::CoreModule;
+    m.doc() = "scanc's compiled core; use the `scanc` package, not this module.";
+
+    static nb::exception<scanc::CompileError> compile_error(m, "CompileError", PyExc_ValueError);
+    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+        try {
+            std::rethrow_exception(p);
+        } catch (const scanc::CompileError& e) {
+            PyErr_SetString(compile_error.ptr(), e.what());
+        } catch (const scanc::Error& e) {
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+        }
+    });
+
+    nb::class_<CoreModule>(m, "CoreModule")
+        .def_prop_ro("programs", &CoreModule::programs)
+        .def_prop_ro("combines", &CoreModule::combines)
+        .def("text", &CoreModule::text)
+        .def("params", &CoreModule::params, "program"_a)
+        .def("check", &CoreModule::check)
+        .def("lower", &CoreModule::lower, "program"_a, "algorithm"_a, "bounds"_a, "sizes"_a,
+             "emit"_a, "native_cumsum"_a)
+        .def("run", &CoreModule::run, "program"_a, "inputs"_a, "backend"_a, "framework"_a,
+             "num_threads"_a = 0, "ordered"_a = false, "stream"_a = 0);
+
+    m.def("loads", [](const std::string& text, const std::string& file) {
+        return std::make_unique<CoreModule>(scanc::parse_module(text, file));
+    }, "text"_a, "file"_a = "<string>");
+    m.def("load", [](const std::string& path) {
+        return std::make_unique<CoreModule>(scanc::load_module(path));
+    }, "path"_a);
+    m.def("available_backends", &scanc::available_backends);
+    m.def("default_backend", &scanc::default_backend);
+}

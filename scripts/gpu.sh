@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The one GPU script (issue 5): builds the CUDA backend and its tests, runs the differential
+# tests against the reference executor (plus compute-sanitizer memcheck and racecheck on the
+# small ones), then the benchmark and its peers, and prints the tables last.
+#   scripts/gpu.sh [OUTDIR]        (default: build-gpu/results)
+# Environment: SKIP_PEERS=1 skips the Python peers; SKIP_SANITIZER=1 skips compute-sanitizer;
+# SKIP_TESTS=1 skips the tests (and the sanitizer); SWEEP="rt,ri,rw,cw,cr,cwin,mb ..." adds a
+# tuning sweep (see src/backends/cuda/tuning.h).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build-gpu
+OUT=${1:-$BUILD/results}
+mkdir -p "$OUT"
+export SCANC_CACHE_DIR=$(mktemp -d /tmp/scanc-cache.XXXX)
+log() { echo "== $*"; }
+
+log "configure + build (CUDA backend, reference, tests)"
+cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \
+      -DSCANC_BUILD_CLI=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+ninja -C $BUILD -j"$(nproc)" cuda_test scanc_backend_cuda scanc_dsl >> "$OUT/build.log" 2>&1 || { grep -B2 -A8 error "$OUT/build.log" | head -60; exit 1; }
+nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude bench/gpu_bench.cu bench/cub_scan.cu \
+     $BUILD/src/backends/cuda/libscanc_backend_cuda.a $BUILD/src/dsl/libscanc_dsl.a \
+     $BUILD/src/runtime/libscanc_runtime.a $BUILD/src/ir/libscanc_ir.a -ldl -o $BUILD/gpu_bench \
+     >> "$OUT/build.log" 2>&1 || { grep -A5 error "$OUT/build.log" | head -40; echo "gpu_bench did not build"; }
+
+TESTS=0
+if [ -z "${SKIP_TESTS:-}" ]; then
+  log "differential tests (cuda vs reference)"
+  timeout ${TEST_TIMEOUT:-400} $BUILD/tests/cuda/cuda_test --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40
+  TESTS=${PIPESTATUS[0]}
+fi
+
+SAN="skipped"
+if [ -z "${SKIP_SANITIZER:-}${SKIP_TESTS:-}" ] && command -v compute-sanitizer > /dev/null; then
+  log "compute-sanitizer memcheck + racecheck (small cases)"
+  F='CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch'
+  SAN=""
+  for tool in memcheck racecheck; do
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/cuda/cuda_test --gtest_filter="$F" \
+        >> "$OUT/sanitizer.log" 2>&1
+    rc=$?; SAN="$SAN $tool:$([ $rc = 0 ] && echo clean || echo "rc=$rc")"
+    tail -3 "$OUT/sanitizer.log"
+  done
+fi
+
+log "first launch: new process, cold then warm disk cache"
+rm -rf "$SCANC_CACHE_DIR"/*
+timeout 60 $BUILD/gpu_bench --first-launch | tee "$OUT/first_launch.txt"
+timeout 60 $BUILD/gpu_bench --first-launch | tee -a "$OUT/first_launch.txt"
+
+if [ -n "${SWEEP:-}" ]; then
+  log "tuning sweep"
+  timeout 200 $BUILD/gpu_bench --sweep $SWEEP 2>&1 | tee "$OUT/sweep.md"
+fi
+
+log "benchmark"
+rm -rf "$SCANC_CACHE_DIR"/*
+timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log"
+
+if [ -z "${SKIP_PEERS:-}" ]; then
+  log "peers (torch, torch.compile, jax)"
+  PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/gpu_peers.py "$OUT/peers.md" --budget ${PEERS_BUDGET:-300} 2>&1 | grep -v Warning | tee "$OUT/peers.log" | tail -60
+fi
+
+echo
+echo "================ summary ================"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
+[ -f "$OUT/tests.log" ] && grep -E "tests|PASSED|FAILED|SKIPPED" "$OUT/tests.log" | tail -6
+echo "sanitizer:$SAN"
+cat "$OUT/first_launch.txt"
+[ -f "$OUT/sweep.md" ] && cat "$OUT/sweep.md"
+cat "$OUT/bench.md" 2>/dev/null
+[ -f "$OUT/peers.md" ] && cat "$OUT/peers.md"
+exit $TESTS

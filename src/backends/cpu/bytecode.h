@@ -1,0 +1,108 @@
+// The CPU backend's register bytecode. A fused stage (prologue, combine, epilogue) compiles to
+// lists of Instr; each instruction applies one scalar op to a block of lanes [l0, l1) of
+// registers, a tight loop the C++ compiler vectorizes. Registers hold kMaxLanes values of one
+// compute dtype (f16/bf16 compute in f32; bool is one byte 0/1), 8 bytes per lane reserved.
+//
+// Loads read the current step's row of an input tile (storage dtype, lanes contiguous) and
+// convert to the compute dtype; stores do the reverse into an output tile. Gathers to and from
+// memory happen outside the bytecode (run_stage.cpp), once per tile.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "scanc/ir/dtype.h"
+#include "scanc/ir/op.h"
+
+namespace scanc::cpu {
+
+inline constexpr int kMaxLanes = 256;  // lanes per block, at most
+inline constexpr int kRegBytes = kMaxLanes * 8;
+
+struct Frame;
+struct Instr;
+using OpFn = void (*)(const Instr&, Frame&, int l0, int l1);
+
+struct Instr {
+    OpFn fn = nullptr;
+    int dst = -1, a = -1, b = -1, c = -1;  // registers (loads: a = input slot; stores: dst = slot)
+};
+
+// What a thread evaluates bytecode against. Instructions reach register r through ptrs[r]:
+// normally its own storage in `regs`, but the runner may point a register at a tile or memory
+// row (an input read in place, a carry written straight into its output row), which saves a
+// copy pass per step. Such a row holds at least the current lanes, in the compute dtype.
+struct Frame {
+    std::byte* regs = nullptr;                 // num_regs * kRegBytes, 64-byte aligned
+    std::vector<std::byte*> ptrs;              // per register: where its lanes are now
+    std::vector<const std::byte*> in_rows;     // per input slot: this step's tile row
+    std::vector<std::byte*> out_rows;          // per output slot: this step's tile row
+    // Captured loads read memory directly: per input slot, base pointer and per-lane offsets.
+    std::vector<const std::byte*> in_base;
+    std::vector<const std::int64_t*> lane_off;
+
+    template <typename T>
+    T* reg(int r) const {
+        return reinterpret_cast<T*>(ptrs[r]);
+    }
+};
+
+using Code = std::vector<Instr>;
+
+inline void run_code(const Code& code, Frame& f, int l0, int l1) {
+    for (const Instr& in : code) in.fn(in, f, l0, l1);
+}
+
+// Which function implements an instruction; resolved once at compile time for the CPU's ISA.
+enum class OpKind : unsigned char {
+    Unary,        // op(a) in dtype t (Neg, Not, Abs, Exp, ...)
+    Binary,       // op(a, b) in dtype t (arithmetic, bitwise, logical, min/max, pow, logaddexp)
+    Compare,      // op(a, b) in dtype t -> bool
+    Where,        // where(bool a, b, c) in dtype t
+    Convert,      // a from dtype t to dtype t2 (implicit conversion rules)
+    CastNarrow,   // a from dtype t to f16/bf16 (t2), rounded, held as f32
+    RoundNarrow,  // f32 a rounded to f16/bf16 (t2), held as f32 (a program-level value)
+    Load,         // tile row of storage dtype t -> compute dtype
+    LoadDirect,   // memory at in_base[a] + lane_off[a][l] (captured values)
+    Store,        // compute -> tile row of storage dtype t
+    Copy,         // dst = a in dtype t
+};
+
+struct OpKey {
+    OpKind kind;
+    Op op = Op::Add;
+    DType t = DType::F32;
+    DType t2 = DType::F32;
+};
+
+// nullptr when there is no implementation (a typing bug: the caller raises InternalError).
+OpFn lookup_op(const OpKey& key);
+
+// Per-ISA tables, compiled from ops_impl.inc with different target flags.
+OpFn lookup_op_baseline(const OpKey& key);
+OpFn lookup_op_avx2(const OpKey& key);
+
+// dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols; strides in elements of `esize`
+// bytes, any sign. Moves tiles between memory and lane-contiguous scratch.
+using TransposeFn = void (*)(int esize, const void* src, std::int64_t ss, void* dst,
+                             std::int64_t ds, int rows, int cols);
+TransposeFn transpose_fn();
+TransposeFn transpose_baseline();
+TransposeFn transpose_avx2();
+
+// A one-op combine run step after step: for each of `lanes` lanes, acc = carry[l], then for
+// each step j, acc = op(acc, x_j[l]) (op(x_j[l], acc) when `x_left`) and out_j[l] = acc. Rows
+// x_j and out_j are `xs` / `os` bytes apart. For groups of few lanes (an ordered 1-D scan is
+// one), where a dispatch per step would cost far more than the op.
+using SerialFn = void (*)(const std::byte* carry, const std::byte* x, std::ptrdiff_t xs,
+                          std::byte* out, std::ptrdiff_t os, int steps, int lanes, bool x_left);
+// nullptr when `key` (a Binary op) has no serial form.
+SerialFn lookup_serial(const OpKey& key);
+SerialFn lookup_serial_baseline(const OpKey& key);
+SerialFn lookup_serial_avx2(const OpKey& key);
+
+// Fills a register with a constant (already converted to the compute dtype `t`).
+void fill_const(std::byte* reg, DType t, double f, std::int64_t i);
+
+}  // namespace scanc::cpu

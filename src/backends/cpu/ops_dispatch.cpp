@@ -1,0 +1,50 @@
+// Picks the op table for this CPU once (AVX2 when present), and constant registers.
+#include <cstring>
+
+#include "bytecode.h"
+
+namespace scanc::cpu {
+
+namespace {
+bool has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return avx2;
+#else
+    return false;
+#endif
+}
+}  // namespace
+
+OpFn lookup_op(const OpKey& key) { return has_avx2() ? lookup_op_avx2(key) : lookup_op_baseline(key); }
+
+SerialFn lookup_serial(const OpKey& key) {
+    return has_avx2() ? lookup_serial_avx2(key) : lookup_serial_baseline(key);
+}
+
+TransposeFn transpose_fn() { return has_avx2() ? transpose_avx2() : transpose_baseline(); }
+
+namespace {
+template <typename T>
+void fill(std::byte* reg, T v) {
+    T* r = reinterpret_cast<T*>(reg);
+    for (int l = 0; l < kMaxLanes; ++l) r[l] = v;
+}
+}  // namespace
+
+void fill_const(std::byte* reg, DType t, double f, std::int64_t i) {
+    switch (t) {
+        case DType::Bool: fill<std::uint8_t>(reg, i != 0); break;
+        case DType::U8: fill(reg, static_cast<std::uint8_t>(i)); break;
+        case DType::I8: fill(reg, static_cast<std::int8_t>(i)); break;
+        case DType::I16: fill(reg, static_cast<std::int16_t>(i)); break;
+        case DType::I32: fill(reg, static_cast<std::int32_t>(i)); break;
+        case DType::I64: fill(reg, i); break;
+        case DType::F16:
+        case DType::BF16:
+        case DType::F32: fill(reg, static_cast<float>(f)); break;
+        case DType::F64: fill(reg, f); break;
+    }
+}
+
+}  // namespace scanc::cpu

@@ -1,0 +1,95 @@
+// Slice (a view: no copy), Concat and Interleave (strided copies).
+#include <algorithm>
+#include <cstring>
+
+#include "run_stage.h"
+#include "scanc/error.h"
+
+namespace scanc::cpu {
+
+namespace {
+
+// Copies `src` into `dst` (same sizes, any strides), element by element along the last dim.
+void copy_strided(const TensorView& dst, const TensorView& src) {
+    std::int64_t n = src.numel();
+    if (n == 0) return;
+    int rank = src.rank();
+    std::size_t e = dtype_size(src.dtype);
+    if (rank == 0) {
+        std::memcpy(dst.data, src.data, e);
+        return;
+    }
+    std::vector<std::int64_t> index(rank, 0);
+    std::int64_t inner = src.sizes[rank - 1];
+    auto* d = static_cast<char*>(dst.data);
+    auto* s = static_cast<const char*>(src.data);
+    for (std::int64_t row = 0; row < n / inner; ++row) {
+        std::int64_t od = 0, os = 0;
+        for (int k = 0; k < rank - 1; ++k) {
+            od += index[k] * dst.strides[k];
+            os += index[k] * src.strides[k];
+        }
+        std::int64_t ds = dst.strides[rank - 1], ss = src.strides[rank - 1];
+        for (std::int64_t i = 0; i < inner; ++i)
+            std::memcpy(d + (od + i * ds) * static_cast<std::int64_t>(e),
+                        s + (os + i * ss) * static_cast<std::int64_t>(e), e);
+        for (int k = rank - 1; k-- > 0;)
+            if (++index[k] < src.sizes[k]) break;
+            else index[k] = 0;
+    }
+}
+
+// A view of `t` narrowed along `dim` to [start, start + len*step) with the given step.
+Tensor narrow(const Tensor& t, int dim, std::int64_t start, std::int64_t len, std::int64_t step) {
+    TensorView v = t.view();
+    std::size_t e = dtype_size(v.dtype);
+    if (len > 0) v.data = static_cast<char*>(v.data) + start * v.strides[dim] * static_cast<std::int64_t>(e);
+    v.sizes[dim] = len;
+    v.strides[dim] *= step;
+    return Tensor::wrap(v, std::make_shared<Tensor>(t));
+}
+
+std::int64_t clamp_index(std::int64_t v, bool constant, std::int64_t n) {
+    if (constant && v < 0) v += n;  // Python: a negative constant counts from the end
+    return std::clamp<std::int64_t>(v, 0, n);
+}
+
+}  // namespace
+
+void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindings& bindings) {
+    const Node& node = *stage.node;
+    std::vector<std::int64_t> sizes = evaluate_shape(node.type().shape, bindings);
+    if (stage.kind == Stage::Kind::Slice) {
+        const auto& attr = node.as<SliceAttr>();
+        const Tensor& x = values[stage.inputs[0]];
+        std::int64_t n = x.sizes()[attr.dim];
+        std::int64_t start = clamp_index(attr.start.evaluate(bindings), attr.start.is_constant(), n);
+        values[stage.outputs[0]] = narrow(x, attr.dim, start, sizes[attr.dim], attr.step);
+        return;
+    }
+    Tensor out = Tensor::empty(node.type().dtype, sizes);
+    if (stage.kind == Stage::Kind::Concat) {
+        int dim = node.as<ConcatAttr>().dim;
+        std::int64_t at = 0;
+        for (int v : stage.inputs) {
+            const Tensor& x = values[v];
+            std::int64_t len = x.sizes()[dim];
+            copy_strided(narrow(out, dim, at, len, 1).view(), x.view());
+            at += len;
+        }
+    } else {
+        int dim = node.as<InterleaveAttr>().dim;
+        const Tensor& even = values[stage.inputs[0]];
+        const Tensor& odd = values[stage.inputs[1]];
+        std::int64_t ne = even.sizes()[dim], no = odd.sizes()[dim];
+        if (ne - no != 0 && ne - no != 1)
+            throw CompileError(node.loc, cat("interleave needs the even part to be as long as the "
+                                             "odd part or one longer along dim ", dim, ", got ", ne,
+                                             " and ", no));
+        copy_strided(narrow(out, dim, 0, ne, 2).view(), even.view());
+        copy_strided(narrow(out, dim, 1, no, 2).view(), odd.view());
+    }
+    values[stage.outputs[0]] = std::move(out);
+}
+
+}  // namespace scanc::cpu

@@ -1,0 +1,70 @@
+// CudaBackend and the free functions of include/scanc/backends/cuda.h.
+#include "scanc/backends/cuda.h"
+
+#include <cstring>
+
+#include "cache.h"
+#include "codegen/codegen.h"
+#include "driver.h"
+#include "executable.h"
+#include "nvrtc.h"
+
+namespace scanc {
+
+namespace {
+
+int cc_of(std::string_view arch) {
+    auto digits = arch.substr(arch.find('_') + 1);
+    int cc = 0;
+    for (char c : digits)
+        if (c >= '0' && c <= '9') cc = cc * 10 + (c - '0');
+    return cc;
+}
+
+void check_arch(std::string_view arch) {
+    if ((arch.rfind("sm_", 0) != 0 && arch.rfind("compute_", 0) != 0) || cc_of(arch) < 70)
+        user_error({}, cat("unknown CUDA arch `", arch, "`; expected sm_NN with NN >= 70, e.g. sm_90"));
+}
+
+}  // namespace
+
+bool cuda_available() { return cuda::gpu_available(); }
+
+std::string cuda_unavailable_reason() {
+    std::string why;
+    cuda::try_driver(&why);
+    return why;
+}
+
+bool cuda_nvrtc_available() { return cuda::nvrtc_available(); }
+
+std::string cuda_nvrtc_unavailable_reason() {
+    std::string why;
+    cuda::nvrtc_available(&why);
+    return why;
+}
+
+std::unique_ptr<Executable> CudaBackend::compile(const ProgramRef& program) {
+    return std::make_unique<cuda::CudaExecutable>(program, 0);
+}
+
+std::string emit_cuda(const ProgramRef& program, std::string_view arch, bool ptx) {
+    check_arch(arch);
+    std::string source = cuda::generate_source(cuda::make_plan(program), cc_of(arch));
+    if (!ptx) return source;
+    auto out = cuda::nvrtc_compile(source, cat("compute_", cc_of(arch)), program->name + ".cu");
+    return std::string(out.binary.data(), strnlen(out.binary.data(), out.binary.size()));
+}
+
+std::size_t cuda_compile_check(const ProgramRef& program, std::string_view arch) {
+    check_arch(arch);
+    std::string source = cuda::generate_source(cuda::make_plan(program), cc_of(arch));
+    return cuda::nvrtc_compile(source, std::string(arch), program->name + ".cu").binary.size();
+}
+
+CudaCacheStats cuda_cache_stats() {
+    auto s = cuda::cache_stats();
+    return {s.compiles, s.disk_hits, s.memory_hits};
+}
+
+}  // namespace scanc

@@ -1,0 +1,89 @@
+// CUDA code generation (internal to the cuda backend).
+//
+// make_plan splits a program into stages, one kernel each:
+//   - a scan stage per Scan node: its leaves and captured values are computed in the kernel from
+//     the program inputs (the fused prologue), and results that are elementwise functions of the
+//     scan's outputs with the scan's shape are computed before the store (the fused epilogue);
+//   - a map stage per value that must be materialized otherwise (a result that no scan can
+//     compute, each part of a concat or interleave, the input of a slice of an expression).
+// Every tensor a stage reads is an Access: a program input or a buffer of an earlier stage, seen
+// through slices and broadcast to the stage's shape, whose pointer and strides are kernel
+// arguments computed at run time. Generated kernels therefore depend on the program's structure
+// and dtypes only, never on sizes or strides.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scanc/ir/node.h"
+#include "tuning.h"
+
+namespace scanc::cuda {
+
+struct Access {
+    const Node* node = nullptr;       // the value read: a Param, Project, Concat, ... or Slice
+    int input = -1;                   // a program parameter, or
+    int buffer = -1;                  // an intermediate buffer
+    std::vector<const Node*> slices;  // applied to the source, nearest the source first
+    DType dtype = DType::F32;
+};
+
+// Where a stage output goes: a program result or a buffer, whole, or as part `part` of the
+// Concat/Interleave node `parent` that the buffer holds.
+struct Target {
+    int result = -1;
+    int buffer = -1;
+    const Node* parent = nullptr;
+    int part = 0;
+};
+
+struct StageOutput {
+    const Node* value = nullptr;
+    Target target;
+};
+
+struct Stage {
+    bool is_scan = false;
+    const Node* node = nullptr;  // the Scan node, or the value a map stage computes
+    int rank = 0;                // of the iteration space (scan/value shape)
+    int dim = -1;                // scan dim
+    bool reverse = false;
+    std::vector<Access> inputs;
+    std::vector<StageOutput> outputs;
+    int id = 0;  // kernel names: scanc_rows_<id>, scanc_cols_<id>, scanc_map_<id>
+};
+
+struct Buffer {
+    const Node* node = nullptr;  // contiguous, with this node's type
+};
+
+struct Plan {
+    ProgramRef program;
+    std::vector<Buffer> buffers;
+    std::vector<Stage> stages;
+};
+
+Plan make_plan(const ProgramRef& program);
+
+// The iteration shape of a stage: the scan's (every leaf has it) or the value's.
+inline const Shape& stage_shape(const Stage& s) { return s.node->types[0].shape; }
+
+// The tuning of a stage on compute capability `cc` (chosen by its state size).
+Tuning stage_tuning(const Stage& stage, int cc);
+// The state words of a scan stage (sum over leaves of state_words).
+int stage_state_words(const Stage& stage);
+
+// The complete CUDA C++ source of a plan for compute capability `cc`: prelude, one K struct
+// per stage, extern "C" kernels.
+std::string generate_source(const Plan& plan, int cc);
+
+std::string_view cuda_prelude();
+
+// C++ type a dtype computes in (f16/bf16: float) and is stored as (f16/bf16: unsigned short).
+std::string_view compute_ctype(DType t);
+std::string_view storage_ctype(DType t);
+// Number of 32-bit words of a value computed in `t` (look-back status words).
+int state_words(DType t);
+
+}  // namespace scanc::cuda

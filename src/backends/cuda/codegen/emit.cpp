@@ -1,0 +1,256 @@
+// Generating the CUDA source of a plan: one struct K<id> per stage (state, combine, fused
+// prologue `load` and epilogue `store`, tuning constants) and its extern "C" kernels.
+#include <sstream>
+
+#include "codegen.h"
+#include "scalar.h"
+#include "scanc/ir/combine_types.h"
+
+namespace scanc::cuda {
+
+namespace {
+
+ScalarType program_type(const Node* n) { return {n->type().dtype, n->type().weak}; }
+
+// A scan leaf's or captured value's dtype, as make_scan decides it for weak values.
+DType strong_dtype(const Type& t) {
+    return t.weak ? (t.dtype == DType::F64 ? DType::F32 : DType::I64) : t.dtype;
+}
+
+std::string load_text(const std::string& ptr, const std::string& off, DType t) {
+    std::string raw = cat("ld<", storage_ctype(t), ">(", ptr, ", ", off, ")");
+    if (t == DType::F16) return "sc_f16_load(" + raw + ")";
+    if (t == DType::BF16) return "sc_bf16_load(" + raw + ")";
+    return raw;
+}
+
+// `pattern` with every '#' replaced by the access or output index k.
+std::string with_index(std::string pattern, std::size_t k) {
+    for (auto pos = pattern.find('#'); pos != std::string::npos; pos = pattern.find('#'))
+        pattern.replace(pos, 1, std::to_string(k));
+    return pattern;
+}
+
+std::string store_value(const std::string& v, DType t) {
+    if (t == DType::F16) return "sc_f16_store(" + v + ")";
+    if (t == DType::BF16) return "sc_bf16_store(" + v + ")";
+    return v;
+}
+
+class StageEmitter {
+public:
+    StageEmitter(const Stage& s, const Tuning& tuning, std::ostringstream& out)
+        : s_(s), tuning_(tuning), out_(out), k_(cat("K", s.id)) {}
+
+    void emit() {
+        rank_ = std::max(s_.rank, 1);
+        out_ << "\n// stage " << s_.id << ": " << (s_.is_scan ? "scan" : "map") << " over rank "
+             << s_.rank << (s_.is_scan ? cat(", dim ", s_.dim, s_.reverse ? ", reverse" : "") : "")
+             << "\nstruct " << k_ << " {\n";
+        out_ << "    static constexpr int R = " << rank_ << ", NIN = " << std::max<std::size_t>(1, s_.inputs.size())
+             << ", NOUT = " << std::max<std::size_t>(1, s_.outputs.size()) << ";\n";
+        if (s_.is_scan)
+            emit_scan();
+        else
+            emit_map();
+        out_ << "};\n";
+    }
+
+private:
+    int access_index(const Node* n) const {
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k)
+            if (s_.inputs[k].node == n) return static_cast<int>(k);
+        internal_error(cat("cuda codegen: stage ", s_.id, " has no access for a ", n->op));
+    }
+
+    std::string access_load(const Node* n, const std::string& off_of_k) {
+        int k = access_index(n);
+        return load_text(cat("a.in[", k, "].ptr"), with_index(off_of_k, k), s_.inputs[k].dtype);
+    }
+
+    // Offsets of every access and output at coordinates `coords` (a scan's dim excluded: the
+    // kernel adds t * stride per step).
+    void emit_offsets(const char* coords) {
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k) emit_offset("x.bin", "a.in", k, coords);
+        for (std::size_t k = 0; k < s_.outputs.size(); ++k) emit_offset("x.bout", "a.out", k, coords);
+    }
+
+    void emit_offset(const char* dst, const char* view, std::size_t k, const char* coords) {
+        out_ << "        " << dst << "[" << k << "] = 0";
+        for (int j = 0; j < rank_; ++j)
+            if (!s_.is_scan || j != s_.dim) out_ << " + " << coords << "[" << j << "] * " << view << "[" << k << "].stride[" << j << "]";
+        out_ << ";\n";
+    }
+
+    void emit_scan() {
+        const Node* scan = s_.node;
+        const auto& attr = scan->as<ScanAttr>();
+        const Combine& combine = *attr.combine;
+        std::vector<DType> leaves, captured;
+        for (int i = 0; i < attr.num_leaves; ++i) leaves.push_back(scan->types[i].dtype);
+        for (std::size_t i = attr.num_leaves; i < scan->inputs.size(); ++i)
+            captured.push_back(strong_dtype(scan->inputs[i]->type()));
+        int nw = stage_state_words(s_);
+        out_ << "    static constexpr int D = " << s_.dim << ", NW = " << nw
+             << ";\n    static constexpr bool REVERSE = " << (s_.reverse ? "true" : "false") << ";\n"
+             << "    static constexpr int ROW_THREADS = " << tuning_.row_threads
+             << ", ROW_ITEMS = " << tuning_.row_items << ", ROW_WINDOW = " << tuning_.row_window
+             << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
+             << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n";
+        out_ << "    struct State {";
+        for (std::size_t i = 0; i < leaves.size(); ++i) out_ << " " << compute_ctype(leaves[i]) << " v" << i << ";";
+        out_ << " };\n    struct Cap {";
+        for (std::size_t i = 0; i < captured.size(); ++i) out_ << " " << compute_ctype(captured[i]) << " c" << i << ";";
+        out_ << " };\n"
+             << "    struct Args { i64 size[R]; View<R> in[NIN]; View<R> out[NOUT]; ScanParams p; };\n"
+             << "    struct Ctx { i64 bin[NIN]; i64 bout[NOUT]; Cap cap; };\n";
+        emit_words(leaves);
+        emit_combine(combine, leaves, captured);
+        // row_base: offsets of the row/lane at (o, i), and the captured values there.
+        out_ << "    static __device__ __forceinline__ void row_base(const Args& a, i64 o, i64 i, Ctx& x) {\n"
+             << "        i64 c[R], r = o;\n";
+        for (int j = s_.dim - 1; j >= 0; --j) out_ << "        c[" << j << "] = r % a.size[" << j << "]; r /= a.size[" << j << "];\n";
+        out_ << "        r = i;\n";
+        for (int j = rank_ - 1; j > s_.dim; --j) out_ << "        c[" << j << "] = r % a.size[" << j << "]; r /= a.size[" << j << "];\n";
+        out_ << "        c[D] = 0;\n";
+        emit_offsets("c");
+        {
+            ExprEmitter e(out_, "        ", "q", program_type, [&](const Node* n) { return access_load(n, "x.bin[#]"); });
+            for (std::size_t i = 0; i < captured.size(); ++i)
+                out_ << "        x.cap.c" << i << " = " << e.value_as(scan->inputs[attr.num_leaves + i].get(), captured[i]) << ";\n";
+        }
+        out_ << "    }\n";
+        // load: the fused prologue, the leaves at step t.
+        out_ << "    static __device__ __forceinline__ State load(const Args& a, const Ctx& x, i64 t) {\n";
+        {
+            ExprEmitter e(out_, "        ", "p", program_type,
+                          [&](const Node* n) { return access_load(n, "x.bin[#] + t * a.in[#].stride[D]"); });
+            std::vector<std::string> vals;
+            for (int i = 0; i < attr.num_leaves; ++i) vals.push_back(e.value_as(scan->inputs[i].get(), leaves[i]));
+            out_ << "        State s;\n";
+            for (std::size_t i = 0; i < vals.size(); ++i) out_ << "        s.v" << i << " = " << vals[i] << ";\n";
+            out_ << "        return s;\n    }\n";
+        }
+        // store: the fused epilogue, every output at step t.
+        out_ << "    static __device__ __forceinline__ void store(const Args& a, const Ctx& x, i64 t, const State& s) {\n";
+        {
+            ExprEmitter e(out_, "        ", "e", program_type, [&](const Node* n) -> std::string {
+                if (n->op == Op::Project && n->inputs[0].get() == scan) return cat("s.v", n->as<ProjectAttr>().index);
+                return access_load(n, "x.bin[#] + t * a.in[#].stride[D]");
+            });
+            emit_stores(e, "x.bout[#] + t * a.out[#].stride[D]");
+        }
+        out_ << "    }\n";
+    }
+
+    void emit_stores(ExprEmitter& e, const std::string& off_of_k) {
+        for (std::size_t k = 0; k < s_.outputs.size(); ++k) {
+            const Node* v = s_.outputs[k].value;
+            DType t = v->type().dtype;
+            std::string val = e.value_as(v, t);
+            out_ << "        st<" << storage_ctype(t) << ">(a.out[" << k << "].ptr, " << with_index(off_of_k, k) << ", "
+                 << store_value(val, t) << ");\n";
+        }
+    }
+
+    void emit_words(const std::vector<DType>& leaves) {
+        std::ostringstream to, from;
+        int w = 0;
+        for (std::size_t i = 0; i < leaves.size(); ++i) {
+            DType c = compute_dtype(leaves[i]);
+            std::string v = cat("s.v", i);
+            if (c == DType::F32) {
+                to << "        w[" << w << "] = __float_as_uint(" << v << ");\n";
+                from << "        " << v << " = __uint_as_float(w[" << w << "]);\n";
+            } else if (c == DType::F64 || c == DType::I64) {
+                to << "        { u64 b = (u64)" << (c == DType::F64 ? "__double_as_longlong(" + v + ")" : v)
+                   << "; w[" << w << "] = (u32)b; w[" << w + 1 << "] = (u32)(b >> 32); }\n";
+                std::string bits = cat("(i64)((u64)w[", w, "] | ((u64)w[", w + 1, "] << 32))");
+                from << "        " << v << " = " << (c == DType::F64 ? "__longlong_as_double(" + bits + ")" : bits) << ";\n";
+            } else if (c == DType::Bool) {
+                to << "        w[" << w << "] = (u32)" << v << ";\n";
+                from << "        " << v << " = w[" << w << "] != 0;\n";
+            } else {
+                to << "        w[" << w << "] = (u32)(int)" << v << ";\n";
+                from << "        " << v << " = (" << compute_ctype(c) << ")(int)w[" << w << "];\n";
+            }
+            w += state_words(leaves[i]);
+        }
+        out_ << "    static __device__ __forceinline__ void to_words(const State& s, u32* w) {\n" << to.str()
+             << "    }\n    static __device__ __forceinline__ State from_words(const u32* w) {\n        State s;\n"
+             << from.str() << "        return s;\n    }\n";
+    }
+
+    void emit_combine(const Combine& combine, const std::vector<DType>& leaves,
+                      const std::vector<DType>& captured) {
+        CombineTypes types = instantiate_combine(combine, leaves, captured, s_.node->loc);
+        out_ << "    // combine " << combine.name << "\n"
+             << "    static __device__ __forceinline__ State combine(const State& l, const State& r, const Cap& c) {\n";
+        ExprEmitter e(out_, "        ", "k", [&](const Node* n) { return types[n]; },
+                      [&](const Node* n) -> std::string {
+                          const auto& p = n->as<ParamAttr>();
+                          const char* side = p.role == ParamRole::Left ? "l.v" : p.role == ParamRole::Right ? "r.v" : "c.c";
+                          return cat(side, p.index);
+                      });
+        std::vector<std::string> vals;
+        for (std::size_t i = 0; i < leaves.size(); ++i) vals.push_back(e.value_as(combine.results[i].get(), leaves[i]));
+        out_ << "        State o;\n";
+        for (std::size_t i = 0; i < vals.size(); ++i) out_ << "        o.v" << i << " = " << vals[i] << ";\n";
+        out_ << "        return o;\n    }\n";
+    }
+
+    void emit_map() {
+        out_ << "    struct Args { i64 size[R]; View<R> in[NIN]; View<R> out[NOUT]; };\n"
+             << "    struct Ctx { i64 bin[NIN]; i64 bout[NOUT]; };\n"
+             << "    static __device__ __forceinline__ void eval(const Args& a, const i64* c) {\n"
+             << "        Ctx x;\n";
+        emit_offsets("c");
+        ExprEmitter e(out_, "        ", "m", program_type, [&](const Node* n) { return access_load(n, "x.bin[#]"); });
+        emit_stores(e, "x.bout[#]");
+        out_ << "    }\n";
+    }
+
+    const Stage& s_;
+    const Tuning& tuning_;
+    std::ostringstream& out_;
+    std::string k_;
+    int rank_ = 1;
+};
+
+}  // namespace
+
+int stage_state_words(const Stage& stage) {
+    if (!stage.is_scan) return 0;
+    int nw = 0;
+    for (int i = 0; i < stage.node->as<ScanAttr>().num_leaves; ++i) nw += state_words(stage.node->types[i].dtype);
+    return nw;
+}
+
+Tuning stage_tuning(const Stage& stage, int cc) { return choose_tuning(stage_state_words(stage), cc); }
+
+std::string generate_source(const Plan& plan, int cc) {
+    std::ostringstream out;
+    out << "// Generated by scanc for program `" << plan.program->name << "`, compute capability " << cc
+        << ".\n// Sizes and strides are kernel arguments; nothing here depends on them.\n";
+    out << cuda_prelude();
+    for (const Stage& s : plan.stages) {
+        Tuning tuning = stage_tuning(s, cc);
+        out << "\n// tuning: " << tuning.str();
+        StageEmitter(s, tuning, out).emit();
+        std::string k = cat("K", s.id);
+        if (s.is_scan) {
+            out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", " << tuning.min_blocks
+                << ") scanc_rows_" << s.id
+                << "(const " << k << "::Args a) { scan_rows<" << k << ">(a); }\n";
+            out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.col_warps * 32 << ", " << tuning.min_blocks
+                << ") scanc_cols_" << s.id
+                << "(const " << k << "::Args a) { scan_cols<" << k << ">(a); }\n";
+        } else {
+            out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.map_threads << ") scanc_map_" << s.id
+                << "(const " << k << "::Args a) { map_kernel<" << k << ">(a); }\n";
+        }
+    }
+    return out.str();
+}
+
+}  // namespace scanc::cuda

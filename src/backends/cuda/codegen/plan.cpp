@@ -1,0 +1,154 @@
+// Splitting a program into stages (see codegen.h).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "codegen.h"
+
+namespace scanc::cuda {
+
+namespace {
+
+bool is_inline(const Node* n) { return n->op == Op::Literal || is_elementwise(n->op); }
+
+class Planner {
+public:
+    explicit Planner(const ProgramRef& program) { plan_.program = program; }
+
+    Plan run() {
+        const Program& p = *plan_.program;
+        auto order = topo_order(p.results);
+        for (std::size_t i = 0; i < order.size(); ++i) position_[order[i]] = static_cast<int>(i);
+        // Phase 1: results that a scan's epilogue can compute.
+        std::map<const Node*, std::vector<int>> fused;  // scan -> result indices
+        std::vector<bool> done(p.results.size(), false);
+        for (std::size_t r = 0; r < p.results.size(); ++r) {
+            const Node* res = p.results[r].get();
+            const Node* latest = nullptr;
+            std::set<const Node*> seen;
+            find_scans(res, seen, latest);
+            if (latest && shapes_equal(res->type().shape, latest->types[0].shape)) {
+                fused[latest].push_back(static_cast<int>(r));
+                done[r] = true;
+            }
+        }
+        // Phase 2: scans in dependency order, each after the stages it reads.
+        for (const Node* n : order) {
+            if (n->op != Op::Scan) continue;
+            Stage s;
+            s.is_scan = true;
+            s.node = n;
+            s.rank = static_cast<int>(n->types[0].shape.size());
+            s.dim = n->as<ScanAttr>().dim;
+            s.reverse = n->as<ScanAttr>().reverse;
+            for (auto& in : n->inputs) collect(in.get(), s, nullptr);
+            for (int r : fused[n]) {
+                collect(p.results[r].get(), s, n);
+                s.outputs.push_back({p.results[r].get(), Target{r}});
+            }
+            scan_stage_[n] = push(std::move(s));
+        }
+        // Phase 3: the remaining results.
+        for (std::size_t r = 0; r < p.results.size(); ++r)
+            if (!done[r]) map_stage(p.results[r].get(), Target{static_cast<int>(r)});
+        return std::move(plan_);
+    }
+
+private:
+    // The latest scan (in dependency order) whose outputs `n` reads through elementwise ops.
+    void find_scans(const Node* n, std::set<const Node*>& seen, const Node*& latest) {
+        if (!seen.insert(n).second) return;
+        if (n->op == Op::Project) {
+            const Node* scan = n->inputs[0].get();
+            if (!latest || position_[scan] > position_[latest]) latest = scan;
+            return;
+        }
+        if (!is_elementwise(n->op)) return;
+        for (auto& in : n->inputs) find_scans(in.get(), seen, latest);
+    }
+
+    int push(Stage s) {
+        s.id = static_cast<int>(plan_.stages.size());
+        plan_.stages.push_back(std::move(s));
+        return plan_.stages.back().id;
+    }
+
+    // Adds the accesses that evaluating `n` inline needs to stage `s`. Projects of `own` (the
+    // scan whose epilogue this is) are the kernel's state and need none.
+    void collect(const Node* n, Stage& s, const Node* own) {
+        if (n->op == Op::Literal) return;
+        if (is_elementwise(n->op)) {
+            for (auto& in : n->inputs) collect(in.get(), s, own);
+            return;
+        }
+        if (n->op == Op::Project && n->inputs[0].get() == own) return;
+        for (auto& a : s.inputs)
+            if (a.node == n) return;
+        s.inputs.push_back(access(n));
+    }
+
+    // An access for a non-inline node: a slice chain over an input or a buffer.
+    Access access(const Node* n) {
+        Access a;
+        a.node = n;
+        a.dtype = n->type().dtype;
+        const Node* src = n;
+        while (src->op == Op::Slice) {
+            a.slices.push_back(src);
+            src = src->inputs[0].get();
+        }
+        std::reverse(a.slices.begin(), a.slices.end());
+        if (src->op == Op::Param)
+            a.input = src->as<ParamAttr>().index;
+        else
+            a.buffer = buffer(src);
+        return a;
+    }
+
+    // The buffer holding `n`, scheduling what writes it.
+    int buffer(const Node* n) {
+        if (auto it = buffer_of_.find(n); it != buffer_of_.end()) return it->second;
+        int b = static_cast<int>(plan_.buffers.size());
+        plan_.buffers.push_back({n});
+        buffer_of_[n] = b;
+        switch (n->op) {
+            case Op::Project: {
+                const Node* scan = n->inputs[0].get();
+                auto it = scan_stage_.find(scan);
+                SCANC_INTERNAL_CHECK(it != scan_stage_.end(), "scan read before it is planned");
+                plan_.stages[it->second].outputs.push_back({n, Target{-1, b}});
+                break;
+            }
+            case Op::Concat:
+            case Op::Interleave:
+                for (std::size_t k = 0; k < n->inputs.size(); ++k)
+                    map_stage(n->inputs[k].get(), Target{-1, b, n, static_cast<int>(k)});
+                break;
+            default: map_stage(n, Target{-1, b}); break;
+        }
+        return b;
+    }
+
+    void map_stage(const Node* value, Target target) {
+        Stage s;
+        s.node = value;
+        s.rank = static_cast<int>(value->type().shape.size());
+        if (is_inline(value))
+            collect(value, s, nullptr);
+        else
+            s.inputs.push_back(access(value));
+        s.outputs.push_back({value, target});
+        push(std::move(s));
+    }
+
+    Plan plan_;
+    std::map<const Node*, int> position_;
+    std::map<const Node*, int> scan_stage_;
+    std::map<const Node*, int> buffer_of_;
+};
+
+}  // namespace
+
+Plan make_plan(const ProgramRef& program) { return Planner(program).run(); }
+
+}  // namespace scanc::cuda

@@ -1,0 +1,475 @@
+// The fixed part of every generated CUDA source: scalar helpers with scanc's semantics
+// (scalar_eval.h) and the kernel templates. Generated code defines, per stage, a struct K with
+// State, Ctx, combine, load, store, word conversions and its tuning constants, then
+// instantiates scan_rows<K> / scan_cols<K> / a map kernel. No headers: NVRTC needs none.
+#include "codegen.h"
+
+namespace scanc::cuda {
+
+std::string_view cuda_prelude() {
+    return R"CUDA(
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+// ---- scalar semantics (include/scanc/ir/scalar_eval.h) ----
+template <class T> struct Tr { static constexpr bool flt = false, sgn = true; typedef u64 U; };
+template <> struct Tr<float> { static constexpr bool flt = true, sgn = true; typedef float U; };
+template <> struct Tr<double> { static constexpr bool flt = true, sgn = true; typedef double U; };
+template <> struct Tr<unsigned char> { static constexpr bool flt = false, sgn = false; typedef u64 U; };
+template <> struct Tr<bool> { static constexpr bool flt = false, sgn = false; typedef u64 U; };
+
+template <class T> __device__ __forceinline__ T sc_add(T a, T b) {
+    if constexpr (Tr<T>::flt) return a + b; else return (T)((u64)a + (u64)b);
+}
+template <class T> __device__ __forceinline__ T sc_sub(T a, T b) {
+    if constexpr (Tr<T>::flt) return a - b; else return (T)((u64)a - (u64)b);
+}
+template <class T> __device__ __forceinline__ T sc_mul(T a, T b) {
+    if constexpr (Tr<T>::flt) return a * b; else return (T)((u64)a * (u64)b);
+}
+template <class T> __device__ __forceinline__ T sc_neg(T a) {
+    if constexpr (Tr<T>::flt) return -a; else return (T)(0ull - (u64)a);
+}
+template <class T> __device__ __forceinline__ T sc_div(T a, T b) {
+    if constexpr (Tr<T>::flt) return a / b;
+    else {
+        if (b == 0) return (T)0;
+        if constexpr (Tr<T>::sgn) if (b == (T)-1) return sc_neg(a);
+        return (T)(a / b);
+    }
+}
+template <class T> __device__ __forceinline__ T sc_mod(T a, T b) {
+    if (b == 0) return a;
+    if constexpr (Tr<T>::sgn) if (b == (T)-1) return (T)0;
+    return (T)(a % b);
+}
+template <class T> __device__ __forceinline__ T sc_shl(T a, T b) {
+    constexpr u64 bits = 8 * sizeof(T);
+    return (T)((u64)a << ((u64)b & (bits - 1)));
+}
+template <class T> __device__ __forceinline__ T sc_shr(T a, T b) {
+    constexpr u64 bits = 8 * sizeof(T);
+    return (T)(a >> (int)((u64)b & (bits - 1)));
+}
+template <class T> __device__ __forceinline__ T sc_abs(T a) {
+    if constexpr (Tr<T>::flt) return a < 0 ? -a : (a == 0 ? (T)0 : a);
+    else if constexpr (Tr<T>::sgn) return a < 0 ? sc_neg(a) : a;
+    else return a;
+}
+template <class T> __device__ __forceinline__ T sc_min(T a, T b) {
+    if constexpr (Tr<T>::flt) { if (a != a) return a; if (b != b) return b; }
+    return b < a ? b : a;
+}
+template <class T> __device__ __forceinline__ T sc_max(T a, T b) {
+    if constexpr (Tr<T>::flt) { if (a != a) return a; if (b != b) return b; }
+    return a < b ? b : a;
+}
+template <class To, class From> __device__ __forceinline__ To sc_cast(From x) {
+    if constexpr (sizeof(To) == 1 && !Tr<To>::sgn && !Tr<To>::flt && To(2) == To(1)) {
+        return x != 0;  // bool
+    } else if constexpr (!Tr<To>::flt && Tr<From>::flt) {
+        if (x != x) return (To)0;
+        constexpr To lo = Tr<To>::sgn ? (To)((u64)1 << (8 * sizeof(To) - 1)) : (To)0;
+        constexpr To hi = (To)~lo;
+        if (x <= (From)lo) return lo;
+        if (x >= (From)hi) return hi;
+        return (To)x;
+    } else {
+        return (To)x;
+    }
+}
+__device__ __forceinline__ float sc_round_f16(float x) {
+    unsigned short h; float y;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(y) : "h"(h));
+    return y;
+}
+__device__ __forceinline__ float sc_round_bf16(float x) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+    return __int_as_float((int)h << 16);
+}
+__device__ __forceinline__ float sc_f16_load(unsigned short h) {
+    float y; asm("cvt.f32.f16 %0, %1;" : "=f"(y) : "h"(h)); return y;
+}
+__device__ __forceinline__ unsigned short sc_f16_store(float x) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h;
+}
+__device__ __forceinline__ float sc_bf16_load(unsigned short h) { return __int_as_float((int)h << 16); }
+__device__ __forceinline__ unsigned short sc_bf16_store(float x) {
+    unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h;
+}
+
+#define SC_UNARY(name, f32fn, f64fn) \
+    __device__ __forceinline__ float name(float x) { return f32fn; } \
+    __device__ __forceinline__ double name(double x) { return f64fn; }
+SC_UNARY(sc_exp, expf(x), exp(x))
+SC_UNARY(sc_log, logf(x), log(x))
+SC_UNARY(sc_log1p, log1pf(x), log1p(x))
+SC_UNARY(sc_expm1, expm1f(x), expm1(x))
+SC_UNARY(sc_sqrt, sqrtf(x), sqrt(x))
+SC_UNARY(sc_rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
+SC_UNARY(sc_tanh, tanhf(x), tanh(x))
+SC_UNARY(sc_sin, sinf(x), sin(x))
+SC_UNARY(sc_cos, cosf(x), cos(x))
+SC_UNARY(sc_floor, floorf(x), floor(x))
+SC_UNARY(sc_ceil, ceilf(x), ceil(x))
+SC_UNARY(sc_sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+SC_UNARY(sc_softplus, fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))),
+         fmax(x, 0.0) + log1p(exp(-fabs(x))))
+__device__ __forceinline__ float sc_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double sc_pow(double a, double b) { return pow(a, b); }
+template <class T> __device__ __forceinline__ T sc_logaddexp(T a, T b) {
+    if (a != a || b != b) return a + b;
+    if (a == b) return a + sc_log((T)2);  // also inf+inf and -inf+-inf without NaN
+    T m = a < b ? b : a, d = a < b ? a - b : b - a;
+    return m + sc_log1p(sc_exp(d));
+}
+
+// ---- memory ----
+template <int R> struct View { char* ptr; i64 stride[R]; };
+struct ScanParams {
+    u64* status;       // look-back words: (epoch << 32) | data word
+    u32* counter;      // dynamic tile ids, never reset: tile = ticket - tile_base
+    i64 epoch, tile_base, outer, len, inner, chunks, groups;
+};
+template <class T> __device__ __forceinline__ T ld(const char* p, i64 i) { return ((const T*)p)[i]; }
+template <class T> __device__ __forceinline__ void st(char* p, i64 i, T v) { ((T*)p)[i] = v; }
+
+__device__ __forceinline__ void st_status(u64* p, u32 epoch, u32 word) {
+    u64 v = ((u64)epoch << 32) | word;
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 ld_status(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+// Spins until all NW words at p carry this launch's epoch; each word is tagged on its own, so a
+// state of any size is published without fences.
+template <class K> __device__ __forceinline__ typename K::State wait_state(const u64* p, u32 epoch) {
+    u32 w[K::NW];
+    #pragma unroll
+    for (int j = 0; j < K::NW; ++j) {
+        u64 v = ld_status(p + j);
+        int ns = 16;
+        while ((u32)(v >> 32) != epoch) {
+            __nanosleep(ns);
+            ns = ns < 128 ? 2 * ns : ns;
+            v = ld_status(p + j);
+        }
+        w[j] = (u32)v;
+    }
+    return K::from_words(w);
+}
+template <class K> __device__ __forceinline__ void publish(u64* p, u32 epoch, const typename K::State& s) {
+    u32 w[K::NW];
+    K::to_words(s, w);
+    #pragma unroll
+    for (int j = 0; j < K::NW; ++j) st_status(p + j, epoch, w[j]);
+}
+// (has, value) folding: a missing value acts as the identity the combine may not have.
+template <class K> __device__ __forceinline__ void fold(bool& h, typename K::State& acc, bool oh,
+                                                       const typename K::State& o,
+                                                       const typename K::Cap& cap) {
+    if (oh) { acc = h ? K::combine(acc, o, cap) : o; h = true; }
+}
+template <class K> __device__ __forceinline__ typename K::State shfl_state(const typename K::State& s, int delta, bool up) {
+    u32 w[K::NW];
+    K::to_words(s, w);
+    #pragma unroll
+    for (int j = 0; j < K::NW; ++j)
+        w[j] = up ? __shfl_up_sync(0xffffffffu, w[j], delta) : __shfl_down_sync(0xffffffffu, w[j], delta);
+    return K::from_words(w);
+}
+// A window of look-back words, loaded in two steps so that the loads travel while the tile does
+// other work: issue_window starts them, finish_window re-polls what was not yet published and
+// folds the states at ptr_of(0..n-1) (n <= N) in order into (h, acc). Indices stay compile-time.
+template <class K, int N, class F>
+__device__ __forceinline__ void issue_window(int n, F ptr_of, u32 epoch, u64 (&raw)[N][K::NW]) {
+    #pragma unroll
+    for (int j = 0; j < N; ++j)
+        #pragma unroll
+        for (int q = 0; q < K::NW; ++q) raw[j][q] = j < n ? ld_status(ptr_of(j) + q) : ((u64)epoch << 32);
+}
+template <class K, int N, class F>
+__device__ __forceinline__ void finish_window(int n, F ptr_of, u32 epoch, u64 (&raw)[N][K::NW], bool& h,
+                                              typename K::State& acc, const typename K::Cap& cap) {
+    for (int ns = 16;; ns = ns < 128 ? 2 * ns : ns) {
+        bool ready = true;
+        #pragma unroll
+        for (int j = 0; j < N; ++j)
+            #pragma unroll
+            for (int q = 0; q < K::NW; ++q)
+                if ((u32)(raw[j][q] >> 32) != epoch) { ready = false; raw[j][q] = ld_status(ptr_of(j) + q); }
+        if (ready) break;
+        __nanosleep(ns);
+    }
+    #pragma unroll
+    for (int j = 0; j < N; ++j)
+        if (j < n) {
+            u32 w[K::NW];
+            #pragma unroll
+            for (int q = 0; q < K::NW; ++q) w[q] = (u32)raw[j][q];
+            fold<K>(h, acc, true, K::from_words(w), cap);
+        }
+}
+template <class K, int N, class F>
+__device__ __forceinline__ void fold_window(int n, F ptr_of, u32 epoch, bool& h, typename K::State& acc,
+                                            const typename K::Cap& cap) {
+    u64 raw[N][K::NW];
+    issue_window<K, N>(n, ptr_of, epoch, raw);
+    finish_window<K, N>(n, ptr_of, epoch, raw, h, acc, cap);
+}
+__device__ __forceinline__ int pad32(int i) { return i + (i >> 5); }
+template <class K> __device__ __forceinline__ i64 phys(const ScanParams& p, i64 t) {
+    return K::REVERSE ? p.len - 1 - t : t;
+}
+
+// ---- rows: scan along a dim with inner extent 1; a row is split into tiles of
+// THREADS x ITEMS elements chained by a deterministic windowed look-back. ----
+template <class K> __device__ void scan_rows(const typename K::Args& a) {
+    typedef typename K::State S;
+    constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
+    constexpr int SEG = 32 * IT, PER = W / 32;
+    constexpr i64 TILE = (i64)T * IT;
+    __shared__ u32 xchg[WARPS][K::NW][SEG + SEG / 32];
+    __shared__ u32 s_tot[WARPS][K::NW];
+    __shared__ int s_has[WARPS];
+    __shared__ u32 s_pre[K::NW];
+    __shared__ u32 s_tile;
+    const ScanParams& p = a.p;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) s_tile = atomicAdd(p.counter, 1u) - (u32)p.tile_base;
+    __syncthreads();
+    const i64 tile = s_tile, row = tile / p.chunks, chunk = tile % p.chunks;
+    const i64 start = chunk * TILE, end = start + TILE < p.len ? start + TILE : p.len;
+    typename K::Ctx x;
+    K::row_base(a, row, 0, x);
+    const u32 epoch = (u32)p.epoch;
+    // Deterministic look-back: the prefix of chunk c is always P(ws - 1) o A(ws) o ... o A(c - 1),
+    // ws = c rounded down to the window; the same association on every run. Warp 0 issues the
+    // loads of those words now, so they travel while the tile's data does.
+    const bool lookback = warp == 0 && chunk > 0;
+    const i64 ws = chunk / W * W, c0 = ws + lane * PER;
+    const int nwin = !lookback || c0 >= chunk ? 0 : (chunk - c0 >= PER ? PER : (int)(chunk - c0));
+    u64* const row_status = p.status + (u64)(tile - chunk) * 2 * K::NW;
+    auto a_of = [&](int j) { return row_status + (u64)(c0 + j) * 2 * K::NW; };
+    auto p_of = [&](int) { return row_status + (u64)(ws - 1) * 2 * K::NW + K::NW; };
+    u64 raw[PER][K::NW], praw[1][K::NW];
+    issue_window<K, PER>(nwin, a_of, epoch, raw);
+    issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
+    const i64 wbase = start + (i64)warp * SEG;
+    S items[IT];
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        i64 t = wbase + k * 32 + lane;
+        items[k] = t < end ? K::load(a, x, phys<K>(p, t)) : S{};
+    }
+    u32 (*sw)[SEG + SEG / 32] = xchg[warp];
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {  // striped -> blocked through shared memory
+        u32 w[K::NW]; K::to_words(items[k], w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) sw[j][pad32(k * 32 + lane)] = w[j];
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        u32 w[K::NW];
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][pad32(lane * IT + k)];
+        items[k] = K::from_words(w);
+    }
+    __syncwarp();
+    const i64 first = wbase + (i64)lane * IT;
+    const int nv = first >= end ? 0 : (end - first >= IT ? IT : (int)(end - first));
+    // Inclusive scan of the thread's items; agg = the last valid one. (A k == nv - 1 select
+    // becomes an indexed load that puts items[] in local memory.)
+    S agg = items[0];
+    #pragma unroll
+    for (int k = 1; k < IT; ++k) {
+        items[k] = K::combine(items[k - 1], items[k], x.cap);
+        if (k < nv) agg = items[k];
+    }
+    // warp scan of thread aggregates
+    bool h = nv > 0;
+    S v = agg;
+    #pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        S o = shfl_state<K>(v, d, true);
+        bool oh = __shfl_up_sync(0xffffffffu, h, d);
+        if (lane >= d && oh) { v = h ? K::combine(o, v, x.cap) : o; h = true; }
+    }
+    S ex = shfl_state<K>(v, 1, true);
+    bool exh = __shfl_up_sync(0xffffffffu, h, 1) && lane > 0;
+    if (lane == 31) {
+        u32 w[K::NW]; K::to_words(v, w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) s_tot[warp][j] = w[j];
+        s_has[warp] = h;
+    }
+    __syncthreads();
+    if (warp == 0 && p.chunks > 1) {
+        S tagg; bool th = false;
+        #pragma unroll
+        for (int w2 = 0; w2 < WARPS; ++w2) fold<K>(th, tagg, s_has[w2], K::from_words(s_tot[w2]), x.cap);
+        u64* st = p.status + (u64)tile * 2 * K::NW;
+        if (lane == 0) publish<K>(st, epoch, tagg);  // A: this tile's aggregate
+        if (chunk == 0) {
+            if (lane == 0) publish<K>(st + K::NW, epoch, tagg);  // P: inclusive prefix
+        } else {
+            S f; bool fh = false;
+            finish_window<K, PER>(nwin, a_of, epoch, raw, fh, f, x.cap);
+            #pragma unroll
+            for (int d = 1; d < 32; d *= 2) {  // ordered tree reduction: lane 0 gets the fold
+                S o = shfl_state<K>(f, d, false);
+                bool oh = __shfl_down_sync(0xffffffffu, fh, d);
+                if (lane + d < 32) fold<K>(fh, f, oh, o, x.cap);
+            }
+            if (lane == 0) {
+                S pre = f;
+                if (ws > 0) {
+                    S pw; bool ph = false;
+                    finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
+                    pre = fh ? K::combine(pw, f, x.cap) : pw;
+                }
+                if (chunk + 1 < p.chunks) publish<K>(st + K::NW, epoch, K::combine(pre, tagg, x.cap));
+                u32 w[K::NW]; K::to_words(pre, w);
+                #pragma unroll
+                for (int j = 0; j < K::NW; ++j) s_pre[j] = w[j];
+            }
+        }
+    }
+    __syncthreads();
+    // this thread's exclusive prefix: tile prefix o earlier warps o earlier lanes
+    bool ph = chunk > 0;
+    S pre;
+    if (ph) pre = K::from_words(s_pre);
+    for (int w2 = 0; w2 < warp; ++w2) fold<K>(ph, pre, s_has[w2], K::from_words(s_tot[w2]), x.cap);
+    fold<K>(ph, pre, exh, ex, x.cap);
+    if (ph) {
+        #pragma unroll
+        for (int k = 0; k < IT; ++k) items[k] = K::combine(pre, items[k], x.cap);
+    }
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {  // blocked -> striped for coalesced stores
+        u32 w[K::NW]; K::to_words(items[k], w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) sw[j][pad32(lane * IT + k)] = w[j];
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        i64 t = wbase + k * 32 + lane;
+        u32 w[K::NW];
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][pad32(k * 32 + lane)];
+        if (t < end) K::store(a, x, phys<K>(p, t), K::from_words(w));
+    }
+}
+
+// ---- cols: scan along a dim with inner extent > 1. A tile is [WARPS*ROWS steps x 32 lanes];
+// each lane is its own scan, chained across tiles along the scan dim by a per-lane look-back. ----
+template <class K> __device__ void scan_cols(const typename K::Args& a) {
+    typedef typename K::State S;
+    constexpr int WARPS = K::COL_WARPS, RPW = K::COL_ROWS, W = K::COL_WINDOW;
+    constexpr i64 CH = (i64)WARPS * RPW;
+    __shared__ u32 s_tot[WARPS][K::NW][32];
+    __shared__ int s_has[WARPS];
+    __shared__ u32 s_pre[K::NW][32];
+    __shared__ u32 s_tile;
+    const ScanParams& p = a.p;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) s_tile = atomicAdd(p.counter, 1u) - (u32)p.tile_base;
+    __syncthreads();
+    const i64 lines = p.outer * p.groups, tile = s_tile;
+    const i64 chunk = tile / lines, line = tile % lines, o = line / p.groups, g = line % p.groups;
+    const i64 i = g * 32 + lane;
+    const bool lane_ok = i < p.inner;
+    typename K::Ctx x;
+    K::row_base(a, o, lane_ok ? i : 0, x);
+    const u32 epoch = (u32)p.epoch;
+    const i64 t0 = chunk * CH + (i64)warp * RPW;
+    const int nv = t0 >= p.len ? 0 : (p.len - t0 >= RPW ? RPW : (int)(p.len - t0));
+    S items[RPW];
+    #pragma unroll
+    for (int k = 0; k < RPW; ++k)
+        items[k] = (k < nv && lane_ok) ? K::load(a, x, phys<K>(p, t0 + k)) : S{};
+    S agg = items[0];
+    #pragma unroll
+    for (int k = 1; k < RPW; ++k) {
+        items[k] = K::combine(items[k - 1], items[k], x.cap);
+        if (k < nv) agg = items[k];
+    }
+    {
+        u32 w[K::NW]; K::to_words(agg, w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) s_tot[warp][j][lane] = w[j];
+        if (lane == 0) s_has[warp] = nv > 0;
+    }
+    __syncthreads();
+    if (warp == 0 && p.chunks > 1) {
+        S tagg; bool th = false;
+        #pragma unroll
+        for (int w2 = 0; w2 < WARPS; ++w2) {
+            u32 w[K::NW];
+            #pragma unroll
+            for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][lane];
+            fold<K>(th, tagg, s_has[w2], K::from_words(w), x.cap);
+        }
+        auto entry = [&](i64 c, int kind) {
+            return p.status + ((u64)(line * p.chunks + c) * 32 + lane) * 2 * K::NW + kind * K::NW;
+        };
+        publish<K>(entry(chunk, 0), epoch, tagg);
+        S pre;
+        if (chunk == 0) {
+            publish<K>(entry(chunk, 1), epoch, tagg);
+        } else {
+            const i64 ws = chunk / W * W;
+            bool fh = false;
+            if (ws > 0) { pre = wait_state<K>(entry(ws - 1, 1), epoch); fh = true; }
+            fold_window<K, W>((int)(chunk - ws), [&](int j) { return entry(ws + j, 0); }, epoch, fh, pre, x.cap);
+            if (chunk + 1 < p.chunks) publish<K>(entry(chunk, 1), epoch, K::combine(pre, tagg, x.cap));
+            u32 w[K::NW]; K::to_words(pre, w);
+            #pragma unroll
+            for (int j = 0; j < K::NW; ++j) s_pre[j][lane] = w[j];
+        }
+    }
+    __syncthreads();
+    bool ph = chunk > 0;
+    S pre;
+    u32 w[K::NW];
+    if (ph) {
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = s_pre[j][lane];
+        pre = K::from_words(w);
+    }
+    for (int w2 = 0; w2 < warp; ++w2) {
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][lane];
+        fold<K>(ph, pre, s_has[w2], K::from_words(w), x.cap);
+    }
+    if (!lane_ok) return;
+    #pragma unroll
+    for (int k = 0; k < RPW; ++k) {
+        if (k < nv) K::store(a, x, phys<K>(p, t0 + k), ph ? K::combine(pre, items[k], x.cap) : items[k]);
+    }
+}
+// ---- map: one thread per element of a value that must be materialized ----
+template <class K> __device__ void map_kernel(const typename K::Args& a) {
+    i64 n = 1;
+    #pragma unroll
+    for (int j = 0; j < K::R; ++j) n *= a.size[j];
+    for (i64 lin = blockIdx.x * (i64)blockDim.x + threadIdx.x; lin < n; lin += (i64)gridDim.x * blockDim.x) {
+        i64 c[K::R], r = lin;
+        #pragma unroll
+        for (int j = K::R - 1; j >= 0; --j) { c[j] = r % a.size[j]; r /= a.size[j]; }
+        K::eval(a, c);
+    }
+}
+)CUDA";
+}
+
+}  // namespace scanc::cuda

@@ -1,0 +1,331 @@
+// Running a plan: binding sizes and strides as kernel arguments, allocating outputs and
+// intermediates stream-ordered, launching each stage on the caller's stream.
+#include "executable.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "cache.h"
+#include "driver.h"
+
+namespace scanc::cuda {
+
+namespace {
+
+using i64 = std::int64_t;
+
+// A strided view on the device: what an Access or a Target resolves to for one run.
+struct DeviceView {
+    CUdeviceptr ptr = 0;
+    DType dtype = DType::F32;
+    std::vector<i64> sizes, strides;  // strides in elements
+};
+
+i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
+
+// Python slice bounds as slice_length (builder.h) defines them.
+i64 slice_bound(const Size& v, i64 n, const Bindings& b) {
+    i64 x = v.evaluate(b);
+    if (auto c = v.constant(); c && *c < 0) x = n + *c;
+    return std::clamp<i64>(x, 0, n);
+}
+
+void apply_slice(DeviceView& v, const Node& slice, const Bindings& b) {
+    const auto& a = slice.as<SliceAttr>();
+    i64 n = v.sizes[a.dim];
+    i64 s = slice_bound(a.start, n, b), e = slice_bound(a.stop, n, b);
+    i64 len = std::max<i64>(ceil_div(e - s, a.step), 0);
+    v.ptr += static_cast<CUdeviceptr>(s * v.strides[a.dim] * static_cast<i64>(dtype_size(v.dtype)));
+    v.strides[a.dim] *= a.step;
+    v.sizes[a.dim] = len;
+}
+
+// Strides of `v` seen from a stage of shape `shape` (NumPy broadcasting, right-aligned).
+std::vector<i64> broadcast_strides(const DeviceView& v, const std::vector<i64>& shape) {
+    std::size_t rank = std::max<std::size_t>(shape.size(), 1), r = v.sizes.size();
+    std::vector<i64> out(rank, 0);
+    for (std::size_t j = 0; j < shape.size(); ++j) {
+        if (j + r < shape.size()) continue;
+        std::size_t k = j + r - shape.size();
+        out[j] = v.sizes[k] == 1 ? 0 : v.strides[k];
+    }
+    return out;
+}
+
+struct Allocation {
+    CUdeviceptr ptr = 0;
+    CUstream stream = nullptr;
+};
+
+}  // namespace
+
+class CudaExecutable::Run {
+public:
+    Run(CudaExecutable& exe, std::span<const TensorView> inputs, const RunOptions& options)
+        : exe_(exe), plan_(exe.plan_), stream_(static_cast<CUstream>(options.stream)) {
+        bindings_ = bind_inputs(*plan_.program, inputs);
+        host_ = std::none_of(inputs.begin(), inputs.end(),
+                             [](auto& v) { return v.device.kind == DeviceKind::CUDA; });
+        for (std::size_t i = 0; i < inputs.size(); ++i) inputs_.push_back(device_input(inputs[i]));
+        for (auto& b : plan_.buffers) buffers_.push_back(alloc_contiguous(b.node->type(), true));
+        for (auto& r : plan_.program->results) results_.push_back(alloc_contiguous(r->type(), false));
+    }
+
+    ~Run() {
+        for (auto& t : temps_) exe_release(t);
+    }
+
+    std::vector<Tensor> launch_all() {
+        for (std::size_t s = 0; s < plan_.stages.size(); ++s) launch(plan_.stages[s], exe_.kernels_[s]);
+        std::vector<Tensor> out;
+        for (auto& r : results_) out.push_back(host_ ? to_host(r) : to_device_tensor(r));
+        if (host_) SCANC_CU(cuStreamSynchronize, stream_);
+        return out;
+    }
+
+private:
+    static void exe_release(const Allocation& a) {
+        if (a.ptr) driver().cuMemFreeAsync(a.ptr, a.stream);
+    }
+
+    CUdeviceptr alloc(std::size_t bytes, bool temp) {
+        if (bytes == 0) return 0;
+        CUdeviceptr p = 0;
+        SCANC_CU(cuMemAllocAsync, &p, bytes, stream_);
+        if (temp) temps_.push_back({p, stream_});
+        return p;
+    }
+
+    DeviceView alloc_contiguous(const Type& t, bool temp) {
+        DeviceView v;
+        v.dtype = t.dtype;
+        v.sizes = evaluate_shape(t.shape, bindings_);
+        v.strides = contiguous_strides(v.sizes);
+        i64 n = 1;
+        for (i64 s : v.sizes) n *= s;
+        std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(t.dtype);
+        v.ptr = alloc(bytes, temp);
+        // Tests poison outputs so that an element a kernel forgets to write shows (NaN / -1).
+        if (bytes && std::getenv("SCANC_CUDA_POISON")) SCANC_CU(cuMemsetD8Async, v.ptr, 0xff, bytes, stream_);
+        return v;
+    }
+
+    DeviceView device_input(const TensorView& in) {
+        DeviceView v{0, in.dtype, in.sizes, in.strides};
+        if (in.device.kind == DeviceKind::CUDA) {
+            if (in.device.index != exe_.device_)
+                user_error({}, cat("input on cuda:", in.device.index, ", but this program runs on cuda:",
+                                   exe_.device_, "; move the inputs to one device"));
+            v.ptr = reinterpret_cast<CUdeviceptr>(in.data);
+            return v;
+        }
+        Tensor host = in.is_contiguous() ? Tensor::wrap(in, nullptr) : contiguous_copy(in);
+        std::size_t bytes = static_cast<std::size_t>(in.numel()) * dtype_size(in.dtype);
+        v.strides = contiguous_strides(in.sizes);
+        v.ptr = alloc(bytes, true);
+        // From pageable memory the copy is staged before it returns, so `host` may go now.
+        if (bytes) SCANC_CU(cuMemcpyHtoDAsync, v.ptr, host.data(), bytes, stream_);
+        return v;
+    }
+
+    DeviceView source_view(const Access& a) {
+        DeviceView v = a.input >= 0 ? inputs_[a.input] : buffers_[a.buffer];
+        for (const Node* s : a.slices) apply_slice(v, *s, bindings_);
+        return v;
+    }
+
+    DeviceView target_view(const Target& t) {
+        DeviceView v = t.result >= 0 ? results_[t.result] : buffers_[t.buffer];
+        if (!t.parent) return v;
+        if (t.parent->op == Op::Interleave) {
+            int d = t.parent->as<InterleaveAttr>().dim;
+            v.ptr += static_cast<CUdeviceptr>(t.part * v.strides[d] * static_cast<i64>(dtype_size(v.dtype)));
+            v.strides[d] *= 2;
+            return v;
+        }
+        int d = t.parent->as<ConcatAttr>().dim;
+        i64 offset = 0;
+        for (int k = 0; k < t.part; ++k) offset += t.parent->inputs[k]->type().shape[d].evaluate(bindings_);
+        v.ptr += static_cast<CUdeviceptr>(offset * v.strides[d] * static_cast<i64>(dtype_size(v.dtype)));
+        return v;
+    }
+
+    // Kernel argument block: size[R], in[NIN] {ptr, stride[R]}, out[NOUT] {...}, scan params.
+    std::vector<i64> pack(const Stage& s, const std::vector<i64>& shape) {
+        std::size_t rank = std::max<std::size_t>(shape.size(), 1);
+        std::vector<i64> args(rank, 1);
+        std::copy(shape.begin(), shape.end(), args.begin());
+        auto put = [&](CUdeviceptr ptr, const std::vector<i64>& strides) {
+            args.push_back(static_cast<i64>(ptr));
+            args.insert(args.end(), strides.begin(), strides.end());
+        };
+        for (auto& a : s.inputs) {
+            DeviceView v = source_view(a);
+            put(v.ptr, broadcast_strides(v, shape));
+        }
+        if (s.inputs.empty()) put(0, std::vector<i64>(rank, 0));
+        for (auto& o : s.outputs) {
+            DeviceView v = target_view(o.target);
+            put(v.ptr, broadcast_strides(v, shape));
+        }
+        return args;
+    }
+
+    void launch(const Stage& s, const Kernels& k) {
+        std::vector<i64> shape = evaluate_shape(stage_shape(s), bindings_);
+        i64 numel = 1;
+        for (i64 x : shape) numel *= x;
+        if (numel == 0) return;
+        std::vector<i64> args = pack(s, shape);
+        unsigned threads;
+        i64 blocks;
+        CUfunction fn;
+        if (!s.is_scan) {
+            threads = static_cast<unsigned>(k.tuning.map_threads);
+            blocks = std::min<i64>(ceil_div(numel, threads), static_cast<i64>(exe_.sm_count_) * 32);
+            fn = k.map;
+        } else {
+            i64 outer = 1, inner = 1, len = shape[s.dim];
+            for (int j = 0; j < s.dim; ++j) outer *= shape[j];
+            for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
+            int nw = stage_state_words(s);
+            i64 chunks, groups = 1, status_words;
+            if (inner == 1) {
+                chunks = ceil_div(len, static_cast<i64>(k.tuning.row_threads) * k.tuning.row_items);
+                blocks = outer * chunks;
+                threads = static_cast<unsigned>(k.tuning.row_threads);
+                status_words = chunks > 1 ? blocks * 2 * nw : 0;
+                fn = k.rows;
+            } else {
+                groups = ceil_div(inner, 32);
+                chunks = ceil_div(len, static_cast<i64>(k.tuning.col_warps) * k.tuning.col_rows);
+                blocks = outer * groups * chunks;
+                threads = static_cast<unsigned>(k.tuning.col_warps * 32);
+                status_words = chunks > 1 ? blocks * 32 * 2 * nw : 0;
+                fn = k.cols;
+            }
+            if (blocks >= (i64{1} << 31))
+                user_error({}, cat("scan too large for one launch: ", blocks, " tiles"));
+            std::uint64_t status, counter;
+            std::uint32_t epoch, base;
+            exe_.prepare_lookback(static_cast<std::size_t>(status_words) * 8,
+                                  static_cast<std::uint32_t>(blocks), stream_, status, counter, epoch, base);
+            for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
+                          len, inner, chunks, groups})
+                args.push_back(v);
+        }
+        void* params[] = {args.data()};
+        SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream_,
+                 params, nullptr);
+    }
+
+    Tensor to_host(const DeviceView& v) {
+        Tensor t = Tensor::empty(v.dtype, v.sizes);
+        std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(v.dtype);
+        if (bytes) SCANC_CU(cuMemcpyDtoHAsync, t.data(), v.ptr, bytes, stream_);
+        temps_.push_back({v.ptr, stream_});
+        return t;
+    }
+
+    Tensor to_device_tensor(const DeviceView& v) {
+        TensorView view;
+        view.data = reinterpret_cast<void*>(v.ptr);
+        view.dtype = v.dtype;
+        view.sizes = v.sizes;
+        view.strides = v.strides;
+        view.device = {DeviceKind::CUDA, exe_.device_};
+        CUstream stream = stream_;
+        int device = exe_.device_;
+        std::shared_ptr<void> owner(reinterpret_cast<void*>(v.ptr), [stream, device](void* p) {
+            if (!p) return;
+            ContextGuard guard(device);
+            driver().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(p), stream);
+        });
+        return Tensor::wrap(view, v.ptr ? owner : std::shared_ptr<void>());
+    }
+
+    CudaExecutable& exe_;
+    const Plan& plan_;
+    CUstream stream_;
+    Bindings bindings_;
+    bool host_ = false;
+    std::vector<DeviceView> inputs_, buffers_, results_;
+    std::vector<Allocation> temps_;
+};
+
+CudaExecutable::CudaExecutable(ProgramRef program, int device)
+    : program_(std::move(program)), device_(device) {
+    plan_ = make_plan(program_);
+    ContextGuard guard(device_);
+    const DeviceInfo& info = device_info(device_);
+    sm_count_ = info.sm_count;
+    int cc = info.cc_major * 10 + info.cc_minor;
+    // Keep freed stream-ordered memory in the pool: runs reuse it without a driver round trip.
+    CUmemoryPool pool;
+    CUdevice dev;
+    SCANC_CU(cuDeviceGet, &dev, device_);
+    if (driver().cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
+        cuuint64_t keep = ~cuuint64_t{0};
+        driver().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+    }
+    CUmodule module = load_module(generate_source(plan_, cc), info.arch(), device_);
+    for (const Stage& s : plan_.stages) {
+        Kernels k;
+        k.tuning = stage_tuning(s, cc);
+        if (s.is_scan) {
+            SCANC_CU(cuModuleGetFunction, &k.rows, module, cat("scanc_rows_", s.id).c_str());
+            SCANC_CU(cuModuleGetFunction, &k.cols, module, cat("scanc_cols_", s.id).c_str());
+        } else {
+            SCANC_CU(cuModuleGetFunction, &k.map, module, cat("scanc_map_", s.id).c_str());
+        }
+        kernels_.push_back(k);
+    }
+}
+
+CudaExecutable::~CudaExecutable() {
+    if (!lookback_) return;
+    try {
+        ContextGuard guard(device_);
+        driver().cuMemFreeAsync(lookback_, last_stream_);
+    } catch (...) {  // a destructor must not throw; the memory goes with the context
+    }
+}
+
+void CudaExecutable::prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream,
+                                      std::uint64_t& status, std::uint64_t& counter,
+                                      std::uint32_t& epoch, std::uint32_t& tile_base) {
+    constexpr std::size_t kHeader = 256;  // the tile counter, alone in its own line
+    if (!lookback_ || bytes + kHeader > lookback_bytes_) {
+        if (lookback_) SCANC_CU(cuMemFreeAsync, lookback_, stream);
+        lookback_bytes_ = std::max(bytes + kHeader, lookback_bytes_ * 2);
+        SCANC_CU(cuMemAllocAsync, &lookback_, lookback_bytes_, stream);
+        SCANC_CU(cuMemsetD8Async, lookback_, 0, lookback_bytes_, stream);
+        epoch_ = 0;
+        tickets_ = 0;
+    }
+    if (++epoch_ == 0) {  // after 2^32 launches: words of epoch 0 would look current
+        SCANC_CU(cuMemsetD8Async, lookback_, 0, lookback_bytes_, stream);
+        epoch_ = 1;
+        tickets_ = 0;
+    }
+    counter = lookback_;
+    status = lookback_ + kHeader;
+    epoch = epoch_;
+    tile_base = tickets_;
+    tickets_ += tiles;
+}
+
+std::vector<Tensor> CudaExecutable::run(std::span<const TensorView> inputs, const RunOptions& options) {
+    std::lock_guard lock(mu_);
+    ContextGuard guard(device_);
+    CUstream stream = static_cast<CUstream>(options.stream);
+    // The look-back words are shared by this executable's launches: order them on one stream.
+    if (ran_ && stream != last_stream_) SCANC_CU(cuStreamSynchronize, last_stream_);
+    ran_ = true;
+    last_stream_ = stream;
+    Run run(*this, inputs, options);
+    return run.launch_all();
+}
+
+}  // namespace scanc::cuda

@@ -1,0 +1,47 @@
+// A compiled program on one device: its plan, its kernels, and the look-back state its scans
+// share (one stream at a time). See include/scanc/backends/cuda.h for the run semantics.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "scanc/runtime/backend.h"
+
+namespace scanc::cuda {
+
+class CudaExecutable : public Executable {
+public:
+    CudaExecutable(ProgramRef program, int device);
+    ~CudaExecutable() override;
+    std::vector<Tensor> run(std::span<const TensorView> inputs, const RunOptions& options) override;
+
+private:
+    struct Kernels {
+        CUfunction rows = nullptr, cols = nullptr, map = nullptr;
+        Tuning tuning;
+    };
+    class Run;  // one run's allocations and launches (executable.cpp)
+
+    // The status words and tile counter for `bytes` of look-back state; bumps the epoch.
+    void prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream,
+                          std::uint64_t& status, std::uint64_t& counter, std::uint32_t& epoch,
+                          std::uint32_t& tile_base);
+
+    ProgramRef program_;
+    Plan plan_;
+    int device_;
+    int sm_count_ = 0;
+    std::vector<Kernels> kernels_;  // per stage
+    std::mutex mu_;
+    CUdeviceptr lookback_ = 0;      // [counter (256 bytes)][status words]
+    std::size_t lookback_bytes_ = 0;
+    std::uint32_t epoch_ = 0, tickets_ = 0;
+    CUstream last_stream_ = nullptr;
+    bool ran_ = false;
+};
+
+}  // namespace scanc::cuda

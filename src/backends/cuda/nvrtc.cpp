@@ -1,0 +1,189 @@
+#include "nvrtc.h"
+
+#include <dlfcn.h>
+#include <glob.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "scanc/error.h"
+
+namespace scanc::cuda {
+
+namespace {
+
+// The few NVRTC entry points we use, declared here so no NVRTC header is needed to build.
+using Result = int;
+using Program = struct _nvrtcProgram*;
+struct Nvrtc {
+    Result (*create)(Program*, const char*, const char*, int, const char* const*,
+                     const char* const*) = nullptr;
+    Result (*compile)(Program, int, const char* const*) = nullptr;
+    Result (*log_size)(Program, size_t*) = nullptr;
+    Result (*log)(Program, char*) = nullptr;
+    Result (*ptx_size)(Program, size_t*) = nullptr;
+    Result (*ptx)(Program, char*) = nullptr;
+    Result (*cubin_size)(Program, size_t*) = nullptr;
+    Result (*cubin)(Program, char*) = nullptr;
+    Result (*destroy)(Program*) = nullptr;
+    const char* (*error_string)(Result) = nullptr;
+    Result (*version)(int*, int*) = nullptr;
+};
+
+std::vector<std::string> candidates() {
+    std::vector<std::string> out;
+    if (const char* env = std::getenv("SCANC_NVRTC_PATH"); env && *env) {
+        std::filesystem::path p(env);
+        if (std::filesystem::is_directory(p)) {
+            for (const char* n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
+                out.push_back((p / n).string());
+        } else {
+            out.push_back(p.string());
+        }
+    }
+    for (const char* n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) out.push_back(n);
+    std::vector<std::string> patterns = {
+        "/usr/local/cuda/lib64/libnvrtc.so*",
+        "/usr/local/cuda/targets/*/lib/libnvrtc.so*",
+        "/usr/local/cuda-*/lib64/libnvrtc.so*",
+    };
+    // pip's nvidia-cuda-nvrtc: nvidia/cu13/lib (CUDA 13) or nvidia/cuda_nvrtc/lib (CUDA 12).
+    std::vector<std::string> roots = {"/usr/lib/python3*/site-packages", "/usr/lib/python3/dist-packages",
+                                      "/usr/local/lib/python3*/*-packages", "/opt/*/.venv/lib/python3*/site-packages",
+                                      "/root/.pyenv/versions/*/lib/python3*/site-packages"};
+    for (const char* env : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+        if (const char* v = std::getenv(env)) roots.push_back(cat(v, "/lib/python3*/site-packages"));
+    if (const char* home = std::getenv("HOME"))
+        roots.push_back(cat(home, "/.local/lib/python3*/site-packages"));
+    for (auto& r : roots) {
+        patterns.push_back(r + "/nvidia/cu13/lib/libnvrtc.so*");
+        patterns.push_back(r + "/nvidia/cuda_nvrtc/lib/libnvrtc.so*");
+    }
+    for (auto& pattern : patterns) {
+        glob_t g;
+        if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+            for (size_t i = 0; i < g.gl_pathc; ++i) {
+                std::string path = g.gl_pathv[i];
+                if (path.find("builtins") == std::string::npos && path.find(".alt.") == std::string::npos)
+                    out.push_back(path);
+            }
+        globfree(&g);
+    }
+    return out;
+}
+
+struct Loaded {
+    Nvrtc api;
+    bool ok = false;
+    std::string why;
+};
+
+Loaded load() {
+    Loaded l;
+    void* lib = nullptr;
+    auto paths = candidates();
+    for (auto& p : paths) {
+        // NVRTC opens libnvrtc-builtins by name; outside the loader's path (a pip wheel) it
+        // only finds it if it is loaded already, so load the one beside libnvrtc first.
+        auto dir = std::filesystem::path(p).parent_path();
+        if (!dir.empty()) {
+            glob_t g;
+            if (glob((dir / "libnvrtc-builtins.so*").c_str(), 0, nullptr, &g) == 0)
+                for (size_t i = 0; i < g.gl_pathc; ++i)
+                    if (!std::strstr(g.gl_pathv[i], ".alt.")) dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_GLOBAL);
+            globfree(&g);
+        }
+        if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    }
+    if (!lib) {
+        l.why = "libnvrtc not found (set SCANC_NVRTC_PATH, install the CUDA toolkit, or "
+                "`pip install nvidia-cuda-nvrtc==13.0.88`)";
+        return l;
+    }
+    auto sym = [&](auto& fn, const char* name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+        if (!fn && l.why.empty()) l.why = cat("libnvrtc lacks ", name);
+    };
+    sym(l.api.create, "nvrtcCreateProgram");
+    sym(l.api.compile, "nvrtcCompileProgram");
+    sym(l.api.log_size, "nvrtcGetProgramLogSize");
+    sym(l.api.log, "nvrtcGetProgramLog");
+    sym(l.api.ptx_size, "nvrtcGetPTXSize");
+    sym(l.api.ptx, "nvrtcGetPTX");
+    sym(l.api.cubin_size, "nvrtcGetCUBINSize");
+    sym(l.api.cubin, "nvrtcGetCUBIN");
+    sym(l.api.destroy, "nvrtcDestroyProgram");
+    sym(l.api.error_string, "nvrtcGetErrorString");
+    sym(l.api.version, "nvrtcVersion");
+    l.ok = l.why.empty();
+    return l;
+}
+
+const Loaded& loaded() {
+    static const Loaded l = load();
+    return l;
+}
+
+const Nvrtc& api() {
+    const Loaded& l = loaded();
+    if (!l.ok) throw RuntimeError("NVRTC unavailable: " + l.why);
+    return l.api;
+}
+
+void check(Result r, const char* what, const std::string& log = {}) {
+    if (r == 0) return;
+    throw RuntimeError(cat("NVRTC error ", api().error_string(r), " in ", what,
+                           log.empty() ? "" : "\ncompile log:\n", log));
+}
+
+}  // namespace
+
+bool nvrtc_available(std::string* why) {
+    const Loaded& l = loaded();
+    if (!l.ok && why) *why = l.why;
+    return l.ok;
+}
+
+std::string nvrtc_version() {
+    if (!nvrtc_available()) return "";
+    int major = 0, minor = 0;
+    api().version(&major, &minor);
+    return cat(major, ".", minor);
+}
+
+NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch,
+                          const std::string& name) {
+    const Nvrtc& n = api();
+    Program prog = nullptr;
+    check(n.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
+    std::string arch_opt = "--gpu-architecture=" + arch;
+    const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device", "--fmad=true"};
+    Result r = n.compile(prog, 4, opts);
+    NvrtcOutput out;
+    size_t size = 0;
+    n.log_size(prog, &size);
+    out.log.resize(size);
+    if (size) n.log(prog, out.log.data());
+    while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
+    try {
+        check(r, "nvrtcCompileProgram", out.log);
+        out.is_ptx = arch.rfind("compute_", 0) == 0;
+        if (out.is_ptx) {
+            check(n.ptx_size(prog, &size), "nvrtcGetPTXSize");
+            out.binary.resize(size);
+            check(n.ptx(prog, out.binary.data()), "nvrtcGetPTX");
+        } else {
+            check(n.cubin_size(prog, &size), "nvrtcGetCUBINSize");
+            out.binary.resize(size);
+            check(n.cubin(prog, out.binary.data()), "nvrtcGetCUBIN");
+        }
+    } catch (...) {
+        n.destroy(&prog);
+        throw;
+    }
+    n.destroy(&prog);
+    return out;
+}
+
+}  // namespace scanc::cuda

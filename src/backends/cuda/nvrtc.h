@@ -1,0 +1,27 @@
+// NVRTC, loaded at run time. Finds libnvrtc through SCANC_NVRTC_PATH (a file or a folder), the
+// system's library path, /usr/local/cuda, and the pip package nvidia-cuda-nvrtc
+// (site-packages/nvidia/cu13/lib), so kernels can be compiled on machines without a GPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace scanc::cuda {
+
+struct NvrtcOutput {
+    std::vector<char> binary;  // CUBIN for a real arch (sm_90), PTX text for a virtual one
+    bool is_ptx = false;
+    std::string log;
+};
+
+// Compiles CUDA C++ `source` for `arch` ("sm_90" -> CUBIN, "compute_90" -> PTX).
+// RuntimeError with the compile log when NVRTC is missing or compilation fails.
+NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch,
+                          const std::string& name = "scanc.cu");
+
+// True when libnvrtc can be loaded; `why` gets the places searched otherwise.
+bool nvrtc_available(std::string* why = nullptr);
+// "13.0", or "" when NVRTC is unavailable. Part of the kernel-cache key.
+std::string nvrtc_version();
+
+}  // namespace scanc::cuda

@@ -1,0 +1,31 @@
+// Tuning as data: plain structs chosen at run time by layout class, state size and arch, never
+// by sizes. A kernel's tuning is compiled into it and is part of the cache key.
+#pragma once
+
+#include <string>
+
+namespace scanc::cuda {
+
+struct Tuning {
+    // rows (inner extent 1): tiles of row_threads x row_items elements, look-back window (a
+    // multiple of 32) that bounds how far a tile folds predecessor aggregates.
+    int row_threads = 256;
+    int row_items = 16;
+    int row_window = 256;
+    // cols (inner extent > 1): tiles of [col_warps x col_rows steps] x 32 lanes.
+    int col_warps = 8;
+    int col_rows = 16;
+    int col_window = 16;
+    int map_threads = 256;
+    // __launch_bounds__ minimum blocks per SM of the scan kernels (caps registers).
+    int min_blocks = 1;
+
+    std::string str() const;  // "rows 256x16 w256, cols 8x16 w16, map 256"
+};
+
+// The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
+// SCANC_CUDA_TUNING="rt,ri,rw,cw,cr,cwin,mb" (the fields in order, map threads excepted)
+// overrides the table, for tuning sweeps; RuntimeError if it does not parse.
+Tuning choose_tuning(int state_words, int cc);
+
+}  // namespace scanc::cuda

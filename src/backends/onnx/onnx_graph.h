@@ -1,0 +1,56 @@
+// Internal to the ONNX exporter: a small writer over onnx::GraphProto that names values,
+// dedupes constants, and knows which ONNX value (and dtype) each IR node became.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scanc/ir/node.h"
+
+namespace scanc::onnx_export {
+
+int onnx_elem_type(DType t);
+
+class GraphWriter {
+public:
+    explicit GraphWriter(onnx::GraphProto* graph) : graph_(graph) {}
+
+    std::string fresh(const std::string& hint);
+    onnx::NodeProto* add(const std::string& op_type, std::vector<std::string> inputs,
+                         std::vector<std::string> outputs);
+    // One output named fresh(hint); returns its name.
+    std::string op(const std::string& op_type, std::vector<std::string> inputs,
+                   const std::string& hint = "t");
+    static void set_int(onnx::NodeProto* n, const std::string& name, std::int64_t v);
+
+    std::string ints(const std::vector<std::int64_t>& values);  // 1-D int64 initializer
+    std::string scalar(DType t, double f, std::int64_t i, bool is_float);  // 0-d initializer
+    std::string cast(const std::string& value, DType to);
+
+    // The ONNX value an IR node became, in the dtype it was emitted in.
+    struct Value {
+        std::string name;
+        DType dtype;
+    };
+    void bind(const Node* n, Value v) { values_[n] = std::move(v); }
+    const Value& value(const Node* n) const { return values_.at(n); }
+    // The node's value as dtype `t`: literals are re-emitted in `t`, other values cast.
+    std::string value_as(const Node* n, DType t);
+
+private:
+    onnx::GraphProto* graph_;
+    int counter_ = 0;
+    std::unordered_map<const Node*, Value> values_;
+    std::map<std::string, std::string> constants_;  // key -> initializer name
+};
+
+// Emits one elementwise IR node (its inputs already emitted). CompileError for ops with no ONNX
+// form at these dtypes.
+void emit_elementwise(GraphWriter& g, const Node& n);
+
+}  // namespace scanc::onnx_export

@@ -1,0 +1,233 @@
+"""Every example through the CLI on awkward sizes, against an independent NumPy computation of
+the same recurrence written as a plain loop in float64 (int64 for integers)."""
+from dataclasses import dataclass
+from typing import Callable
+
+import os
+
+import numpy as np
+import pytest
+
+from scanc_cli import EXAMPLES, save_inputs, scanc
+
+N = 3  # independent rows
+LENGTHS = [0, 1, 2, 7, 33, 100, 257]  # the scanned length
+BACKEND = os.environ.get("SCANC_BACKEND", "auto")  # which backend the examples run on
+
+
+@dataclass
+class Example:
+    file: str
+    make_inputs: Callable  # (rng, T) -> {param name: array}, in parameter order
+    expected: Callable  # (inputs as float64/int64) -> [result, ...]
+    random_sizes: str = "N=5,T=9"
+
+
+def uniform(rng, shape, low=-1.0, high=1.0, dtype=np.float32):
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def cumsum(x):
+    y, acc = np.zeros_like(x), np.zeros(x.shape[0])
+    for t in range(x.shape[1]):
+        acc = acc + x[:, t]
+        y[:, t] = acc
+    return [y]
+
+
+def cummax(x):
+    y = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        y[t] = x[t] if t == 0 else np.maximum(y[t - 1], x[t])
+    return [y]
+
+
+def logcumsumexp(x):
+    y, acc = np.zeros_like(x), np.full(x.shape[0], -np.inf)
+    for t in range(x.shape[1]):
+        acc = np.logaddexp(acc, x[:, t])
+        y[:, t] = acc
+    return [y]
+
+
+def mamba(x, dt, A):
+    h, out = np.zeros((x.shape[0], x.shape[2])), np.zeros_like(x)
+    for t in range(x.shape[1]):
+        h = np.exp(dt[:, t, :] * A) * h + dt[:, t, :] * x[:, t, :]
+        out[:, t, :] = h
+    return [out]
+
+
+def recurrence(p, q):
+    y, y_prev = np.zeros_like(p), np.zeros_like(p)
+    last, before = np.ones(p.shape[0]), np.zeros(p.shape[0])  # y[-1] = 1, y[-2] = 0
+    for t in range(p.shape[1]):
+        last, before = p[:, t] * last + q[:, t] * before, last
+        y[:, t], y_prev[:, t] = last, before
+    return [y, y_prev]
+
+
+def running_stats(x):
+    mean, var = np.zeros_like(x), np.zeros_like(x)
+    for t in range(x.shape[1]):
+        window = x[:, : t + 1]
+        mean[:, t] = window.mean(axis=1)
+        var[:, t] = ((window - mean[:, t : t + 1]) ** 2).mean(axis=1)
+    return [mean, var]
+
+
+def segmented_sum(start, x):
+    y, acc = np.zeros_like(x), np.zeros(x.shape[0], dtype=np.int64)
+    for t in range(x.shape[1]):
+        acc = np.where(start[:, t] | (t == 0), x[:, t], acc + x[:, t])
+        y[:, t] = acc
+    return [y]
+
+
+def smooth_max(x, tau):
+    y, tau = np.zeros_like(x), tau[:, 0]
+    for t in reversed(range(x.shape[1])):  # reverse: the later element is the left operand
+        y[:, t] = x[:, t] if t == x.shape[1] - 1 else \
+            tau * np.logaddexp(y[:, t + 1] / tau, x[:, t] / tau)
+    return [y]
+
+
+EXAMPLE_LIST = [
+    Example("cumsum.scan", lambda rng, T: {"x": uniform(rng, (N, T))}, cumsum),
+    Example("cummax.scan", lambda rng, T: {"x": uniform(rng, (T, N))}, cummax),
+    Example("logcumsumexp.scan",
+            lambda rng, T: {"x": uniform(rng, (N, T), -20, 20, np.float64)}, logcumsumexp),
+    Example("mamba.scan", lambda rng, T: {
+        "x": uniform(rng, (2, T, 5)),
+        "dt": uniform(rng, (2, T, 5), 0.0, 0.5),
+        "A": uniform(rng, (5,), -2.0, 0.5),
+    }, mamba, "B=2,L=9,D=3"),
+    Example("matmul2x2.scan", lambda rng, T: {
+        "p": uniform(rng, (N, T)), "q": uniform(rng, (N, T), -0.5, 0.5)}, recurrence),
+    Example("welford.scan", lambda rng, T: {"x": uniform(rng, (N, T), -3, 5)}, running_stats),
+    Example("segmented_sum.scan", lambda rng, T: {
+        "start": rng.random((N, T)) < 0.2,
+        "x": rng.integers(-1000, 1000, size=(N, T), dtype=np.int32),
+    }, segmented_sum),
+    Example("smooth_max.scan", lambda rng, T: {
+        "x": uniform(rng, (N, T), -4, 4), "tau": uniform(rng, (N, 1), 0.25, 2.0)}, smooth_max),
+]
+
+
+def widened(a):
+    """float64 / int64 / bool copy for the reference computation."""
+    if a.dtype == np.bool_:
+        return a.copy()
+    return a.astype(np.float64 if np.issubdtype(a.dtype, np.floating) else np.int64)
+
+
+def assert_matches(got, want, dtype, what):
+    assert got.dtype == dtype, f"{what}: dtype {got.dtype}, expected {dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    if not np.issubdtype(dtype, np.floating):
+        np.testing.assert_array_equal(got, want.astype(dtype), err_msg=what)
+        return
+    rtol = 1e-10 if dtype == np.float64 else 2e-4
+    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, err_msg=what)
+
+
+@pytest.mark.parametrize("length", LENGTHS)
+@pytest.mark.parametrize("example", EXAMPLE_LIST, ids=lambda e: e.file)
+def test_example_matches_a_plain_loop_over_the_recurrence(example, length, tmp_path):
+    rng = np.random.default_rng(1000 * length + len(example.file))
+    inputs = example.make_inputs(rng, length)
+    want = example.expected(*[widened(a) for a in inputs.values()])
+    outputs = [tmp_path / f"out{i}.npy" for i in range(len(want))]
+    result_dtype = next(a.dtype for a in reversed(list(inputs.values())) if a.dtype != np.bool_)
+
+    output_args = [arg for path in outputs for arg in ("--output", path)]
+    proc = scanc("run", EXAMPLES / example.file, "--backend", BACKEND,
+                 *save_inputs(tmp_path, inputs), *output_args)
+    assert proc.returncode == 0, proc.stderr
+    for i, (path, w) in enumerate(zip(outputs, want)):
+        assert_matches(np.load(path), w, result_dtype, f"{example.file} T={length} result {i}")
+
+
+EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.scan"))
+
+
+def test_every_example_file_is_covered_by_a_reference_loop():
+    assert EXAMPLE_FILES == sorted(e.file for e in EXAMPLE_LIST)
+
+
+@pytest.mark.parametrize("name", EXAMPLE_FILES)
+def test_check_passes_on_every_example(name):
+    proc = scanc("check", EXAMPLES / name)
+    assert proc.returncode == 0, proc.stderr
+    assert "associative (" in proc.stdout
+    assert "not associative" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name,pattern", [("cumsum.scan", "sum"), ("cummax.scan", "max"),
+                                          ("mamba.scan", "affine")])
+def test_check_names_the_recognized_pattern(name, pattern):
+    proc = scanc("check", EXAMPLES / name)
+    assert proc.returncode == 0, proc.stderr
+    assert f"pattern: {pattern}" in proc.stdout
+
+
+@pytest.mark.parametrize("name", EXAMPLE_FILES)
+def test_print_is_idempotent_on_every_example(name, tmp_path):
+    first = scanc("print", EXAMPLES / name)
+    assert first.returncode == 0, first.stderr
+    assert "program" in first.stdout
+    printed = tmp_path / name
+    printed.write_text(first.stdout)
+    second = scanc("print", printed)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+
+
+@pytest.mark.parametrize("example", EXAMPLE_LIST, ids=lambda e: e.file)
+def test_printed_text_computes_the_same_results(example, tmp_path):
+    printed = tmp_path / example.file
+    printed.write_text(scanc("print", EXAMPLES / example.file).stdout)
+    summary = scanc("run", EXAMPLES / example.file, "--random", example.random_sizes)
+    assert summary.returncode == 0, summary.stderr
+    num_results = len(summary.stdout.splitlines())
+    results = []
+    for i, path in enumerate((EXAMPLES / example.file, printed)):
+        outputs = [tmp_path / f"run{i}_out{k}.npy" for k in range(num_results)]
+        proc = scanc("run", path, "--random", example.random_sizes, "--seed", 7,
+                     *[arg for out in outputs for arg in ("--output", out)])
+        assert proc.returncode == 0, proc.stderr
+        results.append([np.load(out) for out in outputs])
+    for original, reprinted in zip(*results):
+        np.testing.assert_array_equal(reprinted, original)
+
+
+def test_run_without_outputs_prints_one_summary_per_result():
+    proc = scanc("run", EXAMPLES / "matmul2x2.scan", "--random", "N=2,T=3")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2
+    assert all("f32[2, 3]" in line for line in lines)
+
+
+def test_random_inputs_depend_only_on_the_seed(tmp_path):
+    def run(seed, name):
+        out = tmp_path / name
+        proc = scanc("run", EXAMPLES / "cumsum.scan", "--random", "N=4,T=33", "--seed", seed,
+                     "--output", out)
+        assert proc.returncode == 0, proc.stderr
+        return np.load(out)
+
+    first, again, other = run(3, "a.npy"), run(3, "b.npy"), run(4, "c.npy")
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    # floats are uniform in [-1, 1]: the first column is the input itself
+    assert np.all(np.abs(first[:, 0]) <= 1) and np.any(first[:, 0] != 0)
+
+
+def test_bench_checks_against_the_reference_and_reports_bandwidth():
+    proc = scanc("bench", EXAMPLES / "mamba.scan", "--random", "B=2,L=100,D=8",
+                 "--seconds", "0.2")
+    assert proc.returncode == 0, proc.stderr
+    assert "GB/s" in proc.stdout
+    assert "time: best" in proc.stdout

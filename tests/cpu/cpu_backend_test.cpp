@@ -1,0 +1,264 @@
+// Targeted CPU backend tests: awkward sizes per execution mode, ordered mode, determinism,
+// thread counts, fusion, integer semantics, data movement and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cpu_test_util.h"
+#include "plan.h"
+
+namespace scanc::cpu_test {
+namespace {
+
+using namespace scanc::dsl;
+
+CombineRef sum_combine() {
+    return trace_combine("sum", 1, 0, [](auto& l, auto& r, auto&) { return Exprs{l[0] + r[0]}; });
+}
+CombineRef affine_combine() {
+    return trace_combine("affine", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
+    });
+}
+
+// scan `combine` over params of `dtype` and a symbolic shape of `rank` along `dim`.
+ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim,
+                        bool reverse = false) {
+    ProgramBuilder pb("p");
+    Shape shape;
+    for (int k = 0; k < rank; ++k) shape.push_back(pb.symbol(cat("S", k)));
+    Exprs leaves;
+    for (int i = 0; i < combine->num_leaves(); ++i)
+        leaves.push_back(pb.param(cat("x", i), dtype, shape));
+    return pb.build(pb.scan(combine, leaves, dim, reverse));
+}
+
+void expect_matches(const ProgramRef& p, const Inputs& in, int threads, bool bitwise,
+                    const std::string& what) {
+    auto expected = run_reference(p, in);
+    auto actual = run_cpu(p, in, threads);
+    ASSERT_EQ(expected.size(), actual.size());
+    for (std::size_t r = 0; r < expected.size(); ++r)
+        EXPECT_EQ(compare(expected[r], actual[r], bitwise, tolerance(expected[r].dtype())), "")
+            << what << " result " << r;
+}
+
+const std::int64_t kLengths[] = {0, 1, 2, 3, 31, 63, 64, 65, 127, 1021, 2047, 2049, 4093,
+                                 65535, 65537, 131071, 400009};
+
+TEST(CpuBackend, OneDimensionalSumMatchesTheReferenceForAwkwardLengths) {
+    std::mt19937_64 rng(1);
+    for (int threads : {1, 2, 3})
+        for (bool reverse : {false, true})
+            for (std::int64_t n : kLengths) {
+                Inputs in;
+                in.add(DType::I32, {n}, Values::SmallInts, Layout::Contiguous, rng);
+                expect_matches(scan_program(sum_combine(), DType::I32, 1, 0, reverse), in, threads,
+                               true, cat("n=", n, " threads=", threads, " reverse=", reverse));
+            }
+}
+
+TEST(CpuBackend, OneDimensionalAffineMatchesTheReferenceForAwkwardLengths) {
+    std::mt19937_64 rng(2);
+    for (int threads : {1, 2, 3})
+        for (std::int64_t n : kLengths) {
+            Inputs in;
+            in.add(DType::F32, {n}, Values::Decay, Layout::Contiguous, rng);
+            in.add(DType::F32, {n}, Values::Unit, Layout::Strided, rng);
+            expect_matches(scan_program(affine_combine(), DType::F32, 1, 0, n % 2), in, threads,
+                           false, cat("n=", n, " threads=", threads));
+        }
+}
+
+TEST(CpuBackend, FewLongRowsAndFewWideColumnsMatchTheReference) {
+    // Split across threads with lanes as lines: 40 or 64 lines of 70001 steps, both dims.
+    std::mt19937_64 rng(3);
+    for (int threads : {1, 2, 3}) {
+        for (auto [rows, len] : {std::pair<std::int64_t, std::int64_t>{40, 20011}, {64, 9001}, {5, 50021}}) {
+            Inputs a;
+            a.add(DType::I64, {rows, len}, Values::SmallInts, Layout::Contiguous, rng);
+            expect_matches(scan_program(sum_combine(), DType::I64, 2, 1), a, threads, true,
+                           cat("rows ", rows, "x", len, " threads=", threads));
+            Inputs b;
+            b.add(DType::F64, {len, rows}, Values::SmallInts, Layout::Contiguous, rng);
+            expect_matches(scan_program(sum_combine(), DType::F64, 2, 0, true), b, threads, true,
+                           cat("columns ", len, "x", rows, " threads=", threads));
+        }
+    }
+}
+
+// The combine writes each carry straight into its output row and reads the previous carry from
+// the row before; the second result here (an associative pair: sum, and the sum of pairwise
+// products) reads the old carry of leaf 0 after leaf 0's new value is written. Lengths around the tile size (32 steps for this stage) make one-step tiles, where
+// the previous row and the destination are the same tile row.
+TEST(CpuBackend, CarriesWrittenInPlaceKeepTheirOldValueForLaterResultsOfTheSameStep) {
+    CombineRef combine = trace_combine("mixed", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] + r[0], l[1] + r[1] + l[0] * r[0]};
+    });
+    std::mt19937_64 rng(11);
+    for (int threads : {1, 2})
+        for (int dim : {0, 1})
+            for (std::int64_t n : {1, 2, 31, 32, 33, 64, 65, 97, 2049}) {
+                std::vector<std::int64_t> sizes = dim == 1 ? std::vector<std::int64_t>{40, n}
+                                                           : std::vector<std::int64_t>{n, 300};
+                Inputs in;
+                in.add(DType::I32, sizes, Values::SmallInts, Layout::Contiguous, rng);
+                in.add(DType::I32, sizes, Values::SmallInts, Layout::Transposed, rng);
+                expect_matches(scan_program(combine, DType::I32, 2, dim), in, threads, true,
+                               cat("n=", n, " dim=", dim, " threads=", threads));
+            }
+}
+
+TEST(CpuBackend, OrderedFloatSumIsBitwiseEqualToTheReference) {
+    std::mt19937_64 rng(4);
+    for (auto sizes : {std::vector<std::int64_t>{300007}, {37, 4099}, {4099, 37}}) {
+        for (int dim = 0; dim < static_cast<int>(sizes.size()); ++dim) {
+            Inputs in;
+            in.add(DType::F32, sizes, Values::Unit, Layout::Contiguous, rng);
+            ProgramRef p = scan_program(sum_combine(), DType::F32, static_cast<int>(sizes.size()), dim);
+            auto expected = run_reference(p, in);
+            auto ordered = run_cpu(p, in, 2, /*ordered=*/true);
+            EXPECT_EQ(compare(expected[0], ordered[0], true, 0), "") << "dim " << dim;
+        }
+    }
+}
+
+TEST(CpuBackend, RunsAreBitIdenticalForAGivenThreadCount) {
+    std::mt19937_64 rng(5);
+    Inputs in;
+    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
+    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
+    ProgramRef p = scan_program(affine_combine(), DType::F32, 1, 0);
+    for (int threads : {1, 2, 3}) {
+        auto first = run_cpu(p, in, threads);
+        for (int rep = 0; rep < 3; ++rep) {
+            auto again = run_cpu(p, in, threads);
+            for (int r = 0; r < 2; ++r) EXPECT_EQ(compare(first[r], again[r], true, 0), "");
+        }
+    }
+}
+
+TEST(CpuBackend, ThreadCountIsSettableAndDefaultsToAtLeastOne) {
+    EXPECT_GE(cpu_num_threads(), 1);
+    set_cpu_num_threads(3);
+    EXPECT_EQ(cpu_num_threads(), 3);
+    set_cpu_num_threads(0);
+    EXPECT_GE(cpu_num_threads(), 1);
+}
+
+// The Mamba example: a = exp(dt * A), b = dt * x, h = scan affine(a, b) dim=1.
+ProgramRef mamba() {
+    ProgramBuilder pb("mamba");
+    Size B = pb.symbol("B"), L = pb.symbol("L", 1 << 20), D = pb.symbol("D");
+    Expr x = pb.param("x", DType::F32, {B, L, D});
+    Expr dt = pb.param("dt", DType::F32, {B, L, D});
+    Expr A = pb.param("A", DType::F32, {D});
+    Exprs h = pb.scan(affine_combine(), {exp(dt * A), dt * x}, 1);
+    return pb.build({h[1]});
+}
+
+TEST(CpuBackend, MambaRunsAsOneFusedStageAndMatchesTheReference) {
+    ProgramRef p = mamba();
+    cpu::Plan plan = cpu::make_plan(*p);
+    ASSERT_EQ(plan.stages.size(), 1u);  // no intermediate tensor for exp(dt*A) or dt*x
+    EXPECT_TRUE(plan.stages[0].has_scan);
+    EXPECT_EQ(plan.stages[0].inputs.size(), 3u);  // x, dt, A read straight from the params
+    std::mt19937_64 rng(6);
+    for (auto [b, l, d] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{2, 257, 33}, {1, 5003, 3}, {3, 1, 129}}) {
+        Inputs in;
+        in.add(DType::F32, {b, l, d}, Values::Unit, Layout::Contiguous, rng);
+        in.add(DType::F32, {b, l, d}, Values::Decay, Layout::Transposed, rng);
+        in.add(DType::F32, {d}, Values::Unit, Layout::Contiguous, rng);
+        expect_matches(p, in, 2, false, cat("mamba ", b, "x", l, "x", d));
+    }
+}
+
+TEST(CpuBackend, EpilogueReadingTheScanIsFusedIntoTheScanStage) {
+    ProgramBuilder pb("p");
+    Size n = pb.symbol("N");
+    Expr x = pb.param("x", DType::F32, {n});
+    Exprs y = pb.scan(sum_combine(), {x * 2.0}, 0);
+    ProgramRef p = pb.build({y[0] - x, sqrt(abs(y[0]))});
+    cpu::Plan plan = cpu::make_plan(*p);
+    EXPECT_EQ(plan.stages.size(), 1u);
+    std::mt19937_64 rng(7);
+    Inputs in;
+    in.add(DType::F32, {100003}, Values::SmallInts, Layout::Flipped, rng);
+    expect_matches(p, in, 2, true, "epilogue");
+}
+
+TEST(CpuBackend, IntegerOpsFollowTheReferenceBitwiseIncludingDivisionByZeroAndShifts) {
+    std::mt19937_64 rng(8);
+    for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8}) {
+        ProgramBuilder pb("p");
+        Size n = pb.symbol("N");
+        Expr x = pb.param("x", t, {n});
+        Expr y = pb.param("y", t, {n});
+        Expr mixed = (x / y) + (x % y) + (x << y) + (x >> y) + cast(t, cast(DType::F32, x) * 0.7);
+        Exprs s = pb.scan(sum_combine(), {mixed}, 0);
+        ProgramRef p = pb.build({s[0], -x, abs(x), min(x, y), x == y});
+        Inputs in;
+        in.add(t, {70001}, Values::Unit, Layout::Contiguous, rng);
+        in.add(t, {70001}, Values::SmallInts, Layout::Strided, rng);
+        expect_matches(p, in, 2, true, cat(dtype_name(t)));
+    }
+}
+
+TEST(CpuBackend, SliceConcatAndInterleaveMatchTheReference) {
+    ProgramBuilder pb("p");
+    Size n = pb.symbol("N");
+    Expr x = pb.param("x", DType::F32, {n, 3});
+    Exprs s = pb.scan(sum_combine(), {x}, 0);
+    Expr head = slice(s[0], 0, 0, 5);
+    Expr tail = slice(x, 0, -4, n, 2);
+    Expr joined = concat(0, {head, tail * 2.0, x});
+    Expr woven = interleave(0, slice(x, 0, 0, n, 2), slice(x, 0, 1, n, 2));
+    Exprs again = pb.scan(sum_combine(), {joined}, 0, true);
+    ProgramRef p = pb.build({again[0], woven, x});
+    std::mt19937_64 rng(9);
+    for (std::int64_t len : {1, 2, 7, 64, 1001}) {
+        Inputs in;
+        in.add(DType::F32, {len, 3}, Values::SmallInts, Layout::Transposed, rng);
+        expect_matches(p, in, 2, true, cat("len ", len));
+    }
+}
+
+TEST(CpuBackend, NarrowFloatsComputeInF32AndRoundOnStore) {
+    std::mt19937_64 rng(10);
+    for (DType t : {DType::F16, DType::BF16}) {
+        ProgramBuilder pb("p");
+        Size n = pb.symbol("N");
+        Expr x = pb.param("x", t, {n});
+        Exprs s = pb.scan(sum_combine(), {x * 0.5}, 0);
+        ProgramRef p = pb.build({s[0], cast(DType::F32, s[0])});
+        Inputs in;
+        in.add(t, {4099}, Values::SmallInts, Layout::Contiguous, rng);
+        expect_matches(p, in, 1, true, cat(dtype_name(t)));
+    }
+}
+
+TEST(CpuBackend, WrongInputsGiveACompileError) {
+    ProgramRef p = scan_program(sum_combine(), DType::F32, 1, 0);
+    std::mt19937_64 rng(11);
+    Inputs in;
+    in.add(DType::I32, {5}, Values::SmallInts, Layout::Contiguous, rng);
+    EXPECT_THROW(run_cpu(p, in, 1), CompileError);  // dtype
+    Inputs none;
+    EXPECT_THROW(run_cpu(p, none, 1), CompileError);  // count
+}
+
+TEST(CpuBackend, InterleaveWithMismatchedLengthsGivesACompileError) {
+    ProgramBuilder pb("p");
+    Size n = pb.symbol("N"), m = pb.symbol("M");
+    Expr a = pb.param("a", DType::F32, {n});
+    Expr b = pb.param("b", DType::F32, {m});
+    ProgramRef p = pb.build({interleave(0, a, b)});
+    std::mt19937_64 rng(12);
+    Inputs in;
+    in.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
+    in.add(DType::F32, {2}, Values::Unit, Layout::Contiguous, rng);
+    EXPECT_THROW(run_cpu(p, in, 1), CompileError);
+}
+
+}  // namespace
+}  // namespace scanc::cpu_test

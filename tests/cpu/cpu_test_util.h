@@ -1,0 +1,41 @@
+// Helpers for the CPU backend tests: random tensors and layouts, running a program on the
+// reference and the CPU backend, and comparing results.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "scanc/backends/cpu.h"
+#include "scanc/backends/reference.h"
+#include "scanc/dsl/expr.h"
+
+namespace scanc::cpu_test {
+
+enum class Values { SmallInts, Unit, Decay };  // [-k, k] integers, [-1, 1], [0.5, 1)
+enum class Layout { Contiguous, Transposed, Strided, Flipped };
+
+// Owns the memory behind views handed to run().
+struct Inputs {
+    std::vector<Tensor> storage;
+    std::vector<TensorView> views;
+
+    // A tensor of `sizes` filled with random `values`, seen through `layout`.
+    void add(DType t, const std::vector<std::int64_t>& sizes, Values values, Layout layout,
+             std::mt19937_64& rng);
+};
+
+std::vector<Tensor> run_reference(const ProgramRef& p, const Inputs& in);
+std::vector<Tensor> run_cpu(const ProgramRef& p, const Inputs& in, int threads,
+                            bool ordered = false);
+
+// Elementwise comparison; integers/bool and `bitwise` floats must match exactly, other floats
+// within `rtol` of the reference relative to max(1, the mean magnitude of the reference).
+// Returns "" when equal, else a description of the first mismatch.
+std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, double rtol);
+
+// Default relative tolerance for reassociated float results of dtype t.
+double tolerance(DType t);
+
+}  // namespace scanc::cpu_test

@@ -1,0 +1,218 @@
+// The cuda backend against the reference executor on fresh random inputs: every layout (1-D,
+// rows, strided dims, few long rows), both directions, several leaves, captured values, every
+// dtype, awkward sizes (0, 1, primes, 2^k +- 1, more than one tile), strided device inputs.
+// Integer-valued inputs make float sums exact, so most comparisons are bitwise.
+#include <cstdlib>
+
+#include "driver.h"
+#include "gpu_test_util.h"
+
+namespace scanc {
+namespace {
+
+using cuda_test::close;
+using cuda_test::expect_matches_reference;
+using cuda_test::Fill;
+using cuda_test::parse_program;
+using cuda_test::random_tensor;
+
+class CudaDifferential : public ::testing::Test {
+protected:
+    void SetUp() override {
+        SKIP_WITHOUT_GPU();
+        setenv("SCANC_CUDA_POISON", "1", 1);  // unwritten outputs show as NaN / all-ones bits
+    }
+    std::mt19937_64 rng{std::random_device{}()};
+};
+
+constexpr const char* kSum = R"(
+combine add(a | b) { return a + b }
+program p(x: f32[N]) {
+  y = scan add(x) dim=0
+  return y
+}
+)";
+
+TEST_F(CudaDifferential, OneDimensionalSumsMatchAtAwkwardLengths) {
+    auto program = parse_program(kSum);
+    for (std::int64_t n : {0, 1, 2, 31, 32, 33, 97, 4095, 4096, 4097, 65537, 1048573, (1 << 22) + 1}) {
+        SCOPED_TRACE(n);
+        expect_matches_reference(program, {random_tensor(DType::F32, {n}, rng)});
+    }
+}
+
+TEST_F(CudaDifferential, ReverseScansMatch) {
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: i32[M, N]) {
+  y = scan add(x) dim=1 reverse
+  z = scan add(x) dim=0 reverse
+  return y, z
+}
+)");
+    for (auto [m, n] : {std::pair{1, 1}, {3, 4097}, {130, 33}, {2, 1 << 20}, {5000, 3}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+        expect_matches_reference(program, {random_tensor(DType::I32, {m, n}, rng)});
+    }
+}
+
+TEST_F(CudaDifferential, EveryDimOfA3DTensorMatches) {
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: f32[A, B, C]) {
+  y0 = scan add(x) dim=0
+  y1 = scan add(x) dim=1
+  y2 = scan add(x) dim=2
+  return y0, y1, y2
+}
+)");
+    for (auto s : {std::vector<std::int64_t>{2, 3, 129}, {7, 4097, 2}, {1, 1, 1}, {3, 0, 5}, {33, 65, 31}}) {
+        SCOPED_TRACE(::testing::PrintToString(s));
+        expect_matches_reference(program, {random_tensor(DType::F32, s, rng)});
+    }
+}
+
+TEST_F(CudaDifferential, NonCommutativeCombinesKeepTheirOrder) {
+    // first(a, b) = a and affine are associative but not commutative: any operand swap shows.
+    auto program = parse_program(R"(
+combine first(a | b) { return a }
+combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
+program p(x: i32[M, N], a: f32[M, N], b: f32[M, N]) {
+  (pa, pb) = scan affine(a, b) dim=1
+  (ra, rb) = scan affine(a, b) dim=0 reverse
+  f = scan first(x) dim=1
+  g = scan first(x) dim=1 reverse
+  return f, g, pb, rb
+}
+)");
+    Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
+    for (auto [m, n] : {std::pair{1, 5000}, {3, 1 << 20}, {257, 129}, {1, 2}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+        expect_matches_reference(program,
+                                 {random_tensor(DType::I32, {m, n}, rng), random_tensor(DType::F32, {m, n}, rng, coefficient),
+                                  random_tensor(DType::F32, {m, n}, rng, offset)},
+                                 1e-4, 1e-5);
+    }
+}
+
+TEST_F(CudaDifferential, CapturedValuesAreReadPerRowAndLane) {
+    auto program = parse_program(R"(
+combine smooth_max(x1 | x2; tau) { return tau * logaddexp(x1 / tau, x2 / tau) }
+program p(x: f32[N, T], tau: f32[N, 1], u: f32[T, N], s: f32[N]) {
+  y = scan smooth_max(x) dim=1 with (tau)
+  z = scan smooth_max(u) dim=0 reverse with (s)
+  return y, z
+}
+)");
+    Fill positive{false, 0.5, 2.0}, real{false, -3, 3};
+    for (auto [n, t] : {std::pair{3, 4099}, {70, 17}, {1, 70000}}) {
+        expect_matches_reference(program,
+                                 {random_tensor(DType::F32, {n, t}, rng, real), random_tensor(DType::F32, {n, 1}, rng, positive),
+                                  random_tensor(DType::F32, {t, n}, rng, real), random_tensor(DType::F32, {n}, rng, positive)},
+                                 1e-3, 1e-3);  // 70000 steps of log1p(exp(.)) round differently in any order
+    }
+}
+
+TEST_F(CudaDifferential, EveryDtypeMatches) {
+    for (DType t : kAllDTypes) {
+        SCOPED_TRACE(dtype_name(t));
+        std::string op = t == DType::Bool ? "a or b" : is_float(t) ? "a + b" : "a * b + a + b";
+        auto program = parse_program(cat("combine f(a | b) { return ", op, " }\nprogram p(x: ", dtype_name(t),
+                                         "[M, N]) {\n  y = scan f(x) dim=1\n  z = scan f(x) dim=0\n  return y, z\n}"));
+        Fill fill = is_float(t) ? Fill{} : Fill{true, -2, 3};
+        double rtol = (t == DType::F16 || t == DType::BF16) ? 1e-2 : 0;
+        for (auto [m, n] : {std::pair{3, 5000}, {4100, 3}}) {
+            expect_matches_reference(program, {random_tensor(t, {m, n}, rng, fill)}, rtol, rtol ? 0.5 : 0);
+        }
+    }
+}
+
+TEST_F(CudaDifferential, ExamplesMatchOnRandomInputs) {
+    for (const char* file : {"mamba.scan", "welford.scan", "matmul2x2.scan", "segmented_sum.scan",
+                             "cummax.scan", "logcumsumexp.scan", "smooth_max.scan", "cumsum.scan"}) {
+        SCOPED_TRACE(file);
+        Module m = load_module(std::string(SCANC_SOURCE_DIR) + "/examples/" + file);
+        for (auto& program : m.programs) {
+            std::vector<Tensor> inputs;
+            std::map<const Symbol*, std::int64_t> sizes;
+            std::int64_t next[] = {3, 1031, 37, 5};
+            for (auto& param : program->params) {
+                std::vector<std::int64_t> shape;
+                for (auto& s : param->type().shape) {
+                    if (auto c = s.constant()) { shape.push_back(*c); continue; }
+                    auto sym = s.as_symbol();
+                    auto [it, fresh] = sizes.emplace(sym.get(), next[sizes.size() % 4]);
+                    if (sym->bound) it->second = std::min(it->second, *sym->bound);
+                    shape.push_back(it->second);
+                }
+                DType t = param->type().dtype;
+                // [0.25, 0.5]: products of 2x2 matrices stay bounded, so no run overflows.
+                inputs.push_back(random_tensor(t, shape, rng, is_float(t) ? Fill{false, 0.25, 0.5} : Fill{true, 0, 3}));
+            }
+            expect_matches_reference(program, inputs, 1e-3, 1e-4);
+        }
+    }
+}
+
+TEST_F(CudaDifferential, SlicesConcatAndBroadcastingMatch) {
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: f32[N, T], w: f32[T]) {
+  y = scan add(slice(x, 1, 1, -1, 2) * 2) dim=1
+  z = concat(1, y, slice(x, 1, 0, 3))
+  r = scan add(z + 1) dim=0 reverse
+  return r, y * slice(w, 0, 1, -1, 2), x + w
+}
+)");
+    for (auto [n, t] : {std::pair{5, 9}, {33, 4099}, {1, 3}}) {
+        expect_matches_reference(program, {random_tensor(DType::F32, {n, t}, rng), random_tensor(DType::F32, {t}, rng)});
+    }
+}
+
+TEST_F(CudaDifferential, ResultsAreBitIdenticalRunToRun) {
+    auto exe = CudaBackend().compile(parse_program(kSum));
+    Tensor x = random_tensor(DType::F32, {(1 << 22) + 17}, rng, Fill{false, -1, 1});
+    std::vector<TensorView> in = {x};
+    auto a = exe->run(in), b = exe->run(in);
+    EXPECT_TRUE(close(a[0], b[0], 0, 0));
+}
+
+TEST_F(CudaDifferential, StridedDeviceInputsAreReadInPlace) {
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: f32[M, N]) {
+  y = scan add(x) dim=1
+  return y
+}
+)");
+    const std::int64_t m = 1000, n = 3001;
+    Tensor host = random_tensor(DType::F32, {n, m}, rng);  // x is its transpose
+    TensorView xt = host.view();
+    xt.sizes = {m, n};
+    xt.strides = {1, m};
+    auto want = ReferenceBackend().compile(program)->run(std::vector<TensorView>{xt});
+    cuda::ContextGuard guard(0);
+    CUdeviceptr dev;
+    SCANC_CU(cuMemAlloc, &dev, host.numel() * 4);
+    SCANC_CU(cuMemcpyHtoDAsync, dev, host.data(), host.numel() * 4, nullptr);
+    TensorView on_device = xt;
+    on_device.data = reinterpret_cast<void*>(dev);
+    on_device.device = {DeviceKind::CUDA, 0};
+    auto got = CudaBackend().compile(program)->run(std::vector<TensorView>{on_device});
+    ASSERT_EQ(got[0].view().device.kind, DeviceKind::CUDA);
+    Tensor back = Tensor::empty(DType::F32, {m, n});
+    SCANC_CU(cuMemcpyDtoHAsync, back.data(), reinterpret_cast<CUdeviceptr>(got[0].data()), m * n * 4, nullptr);
+    SCANC_CU(cuStreamSynchronize, nullptr);
+    SCANC_CU(cuMemFree, dev);
+    EXPECT_TRUE(close(back, want[0], 0, 0));
+}
+
+TEST_F(CudaDifferential, MismatchedInputsAreTheUsersError) {
+    auto exe = CudaBackend().compile(parse_program(kSum));
+    Tensor x = random_tensor(DType::I32, {10}, rng);
+    std::vector<TensorView> in = {x};
+    EXPECT_THROW(exe->run(in), CompileError);
+}
+
+}  // namespace
+}  // namespace scanc

@@ -1,0 +1,215 @@
+"""User mistakes: each must exit with code 2 and a one-paragraph message on stderr that names the
+problem and where it is (file:line:col for program text; the parameter or file for inputs)."""
+import re
+
+import numpy as np
+import pytest
+
+from scanc_cli import EXAMPLES, save_inputs, scanc
+
+ADD = "combine add(a | b) {\n  return a + b\n}\n"
+
+
+def write(tmp_path, text, name="bad.scan"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def assert_user_error(proc, *needles, place=None):
+    """Exit code 2, no crash, and every needle (a regex) in stderr; `place` is "file:line"."""
+    assert proc.returncode == 2, f"exit {proc.returncode}\nstdout: {proc.stdout}\n{proc.stderr}"
+    message = proc.stderr
+    assert message.strip(), "no message on stderr"
+    if place is not None:
+        assert re.search(re.escape(str(place)) + r":\d+", message), \
+            f"no {place}:COL in: {message}"
+    for needle in needles:
+        assert re.search(needle, message, re.IGNORECASE), f"no /{needle}/ in: {message}"
+
+
+# --- mistakes in the program text: reported at file:line:col --------------------------------
+
+TEXT_ERRORS = {
+    "unknown_name": (
+        "program p(x: f32[N]) {\n  y = x + zz\n  return y\n}\n",
+        2, ["zz"]),
+    "wrong_function_arity": (
+        "program p(x: f32[N]) {\n  y = exp(x, x)\n  return y\n}\n",
+        2, ["exp", "argument"]),
+    "wrong_number_of_scan_leaves": (
+        ADD + "program p(x: f32[N, T]) {\n  y = scan add(x, x) dim=1\n  return y\n}\n",
+        5, ["add", "1"]),
+    "dtype_mismatch": (
+        "program p(x: f32[N], k: i32[N]) {\n  y = x + k\n  return y\n}\n",
+        2, ["dtype", "f32", "i32"]),
+    "shape_mismatch": (
+        "program p(x: f32[N], y: f32[M]) {\n  z = x * y\n  return z\n}\n",
+        2, ["shape", r"\bN\b", r"\bM\b"]),
+    "captured_argument_varying_along_the_scan_dim": (
+        "combine sm(a | b; tau) {\n  return tau * logaddexp(a / tau, b / tau)\n}\n"
+        "program p(x: f32[N, T], tau: f32[N, T]) {\n"
+        "  y = scan sm(x) dim=1 with (tau)\n  return y\n}\n",
+        5, ["captured", "varies", "dim"]),
+    "scan_dim_out_of_range": (
+        ADD + "program p(x: f32[N, T]) {\n  y = scan add(x) dim=5\n  return y\n}\n",
+        5, ["dim", "5", "range"]),
+    "duplicate_definition": (
+        ADD + "program p(x: f32[N]) {\n  return x\n}\n"
+        "program p(x: f32[N]) {\n  return x\n}\n",
+        7, [r"\bp\b", "(duplicate|already|twice|redefin)"]),
+    "syntax_error": (
+        "program p(x: f32[N]) {\n  y = (x + 1\n  return y\n}\n",
+        3, ["expected"]),
+    "unknown_dtype": (
+        "program p(x: f31[N]) {\n  return x\n}\n",
+        1, ["f31", "dtype"]),
+    "too_many_names_for_a_scan": (
+        ADD + "program p(x: f32[N, T]) {\n  (y, z) = scan add(x) dim=1\n  return y\n}\n",
+        5, ["2", "1"]),
+}
+
+
+@pytest.mark.parametrize("mistake", TEXT_ERRORS)
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_a_program_text_mistake_is_reported_at_its_line(mistake, command, tmp_path):
+    text, line, needles = TEXT_ERRORS[mistake]
+    path = write(tmp_path, text)
+    extra = ["--random", "N=2,M=2,T=3"] if command == "run" else []
+    assert_user_error(scanc(command, path, *extra), *needles, place=f"{path}:{line}")
+
+
+NON_ASSOCIATIVE = ("combine sub(a | b) {\n  return a - b\n}\n"
+                   "program p(x: f32[N, T]) {\n  y = scan sub(x) dim=1\n  return y\n}\n")
+
+
+def test_check_gives_a_counterexample_for_a_non_associative_combine(tmp_path):
+    path = write(tmp_path, NON_ASSOCIATIVE)
+    assert_user_error(scanc("check", path), "not associative", r"sub", place=f"{path}:5")
+
+
+def test_run_refuses_a_non_associative_combine(tmp_path):
+    path = write(tmp_path, NON_ASSOCIATIVE)
+    assert_user_error(scanc("run", path, "--random", "N=2,T=3"), "associative",
+                      place=f"{path}:5")
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", ADD])
+def test_a_file_without_a_program_has_nothing_to_run(text, tmp_path):
+    path = write(tmp_path, text)
+    assert_user_error(scanc("run", path, "--random", "N=1"), "program")
+
+
+def test_a_missing_file_is_named(tmp_path):
+    missing = tmp_path / "nowhere.scan"
+    for command in ("run", "check", "print"):
+        assert_user_error(scanc(command, missing), re.escape(str(missing)))
+
+
+def test_an_unknown_program_is_named_with_the_ones_there_are():
+    assert_user_error(scanc("run", EXAMPLES / "cumsum.scan", "--program", "nope",
+                            "--random", "N=2,T=3"), "nope", "cumsum")
+
+
+def test_an_unknown_backend_lists_the_available_ones():
+    assert_user_error(scanc("run", EXAMPLES / "cumsum.scan", "--backend", "tpu",
+                            "--random", "N=2,T=3"), "unknown backend", "tpu", "reference")
+
+
+# --- mistakes in the inputs: the message names the parameter or the file --------------------
+
+def cumsum_run(tmp_path, *args):
+    return scanc("run", EXAMPLES / "cumsum.scan", *args)
+
+
+@pytest.mark.parametrize("spec", ["B4", "N=2,T", "N=-1,T=2", "N=2;T=3", "N=2,T=3x", "=3"])
+def test_bad_random_syntax_shows_the_expected_form(spec, tmp_path):
+    assert_user_error(cumsum_run(tmp_path, "--random", spec), "--random", "SYM=N")
+
+
+def test_a_size_missing_from_random_is_named(tmp_path):
+    assert_user_error(cumsum_run(tmp_path, "--random", "N=3"), "`T`")
+
+
+def test_a_size_symbol_the_program_lacks_is_named(tmp_path):
+    assert_user_error(cumsum_run(tmp_path, "--random", "N=3,T=2,Q=5"), "`Q`")
+
+
+def test_a_corrupt_npy_file_is_named(tmp_path):
+    bad = tmp_path / "x.npy"
+    bad.write_bytes(b"\x93NUMPY\x01\x00garbage that is no header")
+    assert_user_error(cumsum_run(tmp_path, "--input", f"x={bad}"), re.escape(str(bad)))
+
+
+def test_a_file_that_is_not_npy_at_all_is_named(tmp_path):
+    bad = tmp_path / "x.npy"
+    bad.write_text("hello")
+    assert_user_error(cumsum_run(tmp_path, "--input", f"x={bad}"), re.escape(str(bad)))
+
+
+def test_an_npy_of_the_wrong_dtype_names_the_parameter(tmp_path):
+    args = save_inputs(tmp_path, {"x": np.zeros((2, 3), np.float64)})
+    assert_user_error(cumsum_run(tmp_path, *args), "dtype", "`x`", "f32", "f64")
+
+
+def test_an_npy_of_the_wrong_rank_names_the_parameter(tmp_path):
+    args = save_inputs(tmp_path, {"x": np.zeros(3, np.float32)})
+    assert_user_error(cumsum_run(tmp_path, *args), "`x`", "dims")
+
+
+def test_a_missing_input_is_named(tmp_path):
+    args = save_inputs(tmp_path, {"x": np.zeros((2, 3, 4), np.float32)})
+    assert_user_error(scanc("run", EXAMPLES / "mamba.scan", *args), "missing input", "`dt`")
+
+
+def test_an_unknown_input_name_is_named_with_the_parameters(tmp_path):
+    args = save_inputs(tmp_path, {"x": np.zeros((2, 3), np.float32),
+                                  "w": np.zeros((2, 3), np.float32)})
+    assert_user_error(cumsum_run(tmp_path, *args), "unknown input", "`w`", "`x`")
+
+
+def test_an_input_given_twice_is_named(tmp_path):
+    args = save_inputs(tmp_path, {"x": np.zeros((2, 3), np.float32)})
+    assert_user_error(cumsum_run(tmp_path, *args, *args), "`x`", "twice")
+
+
+def test_a_bad_input_option_shows_the_expected_form(tmp_path):
+    assert_user_error(cumsum_run(tmp_path, "--input", "x.npy"), "NAME=PATH")
+
+
+def test_the_output_count_must_match_the_results(tmp_path):
+    proc = cumsum_run(tmp_path, "--random", "N=2,T=3", "--output", tmp_path / "a.npy",
+                      "--output", tmp_path / "b.npy")
+    assert_user_error(proc, "returns 1 value", "2 --output")
+
+
+def test_a_bound_exceeded_at_run_time_names_the_symbol_and_bound(tmp_path):
+    path = write(tmp_path, ADD + "program p(x: f32[L<=8]) {\n  y = scan add(x) dim=0\n"
+                                 "  return y\n}\n")
+    args = save_inputs(tmp_path, {"x": np.zeros(10, np.float32)})
+    assert_user_error(scanc("run", path, *args), "bound", r"\bL\b", r"\b8\b", r"\b10\b")
+    assert_user_error(scanc("run", path, "--random", "L=9"), "bound", r"\bL\b", r"\b8\b")
+
+
+def test_inputs_and_random_together_are_a_usage_error(tmp_path):
+    args = save_inputs(tmp_path, {"x": np.zeros((2, 3), np.float32)})
+    assert_user_error(cumsum_run(tmp_path, *args, "--random", "N=2,T=3"), "random|input")
+
+
+def test_no_inputs_at_all_says_how_to_give_them(tmp_path):
+    assert_user_error(cumsum_run(tmp_path), "--input", "--random")
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["run"], ["bench", "x.scan"],
+                                  ["run", "x.scan", "--seed", "many"]])
+def test_a_command_line_usage_mistake_exits_with_2(argv):
+    proc = scanc(*argv)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip()
+
+
+@pytest.mark.parametrize("command", ["run", "check", "print", "bench"])
+def test_every_subcommand_has_help(command):
+    proc = scanc(command, "--help")
+    assert proc.returncode == 0
+    assert command in proc.stdout and "--help" in proc.stdout

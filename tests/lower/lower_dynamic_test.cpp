@@ -1,0 +1,139 @@
+// lower_scans with a dynamic length: one lowered program, built for a bound M, is right for
+// every length 1..M; without a bound the error names the dim and the symbol.
+#include "lower_helpers.h"
+#include "scanc/text/parser.h"
+#include "scanc/text/printer.h"
+
+namespace scanc::lower_test {
+namespace {
+
+ProgramRef dynamic_affine(std::optional<std::int64_t> bound, bool reverse) {
+    dsl::ProgramBuilder b("dyn");
+    Size l = b.symbol("L", bound);
+    Expr a = b.param("a", DType::F64, {2, l});
+    Expr x = b.param("x", DType::F64, {2, l});
+    return b.build(b.scan(affine(), {a, x}, 1, reverse));
+}
+
+TEST(LowerDynamic, OneBoundedHillisSteeleProgramIsRightForEveryLengthUpToTheBound) {
+    std::mt19937_64 rng(7);
+    for (bool reverse : {false, true}) {
+        ProgramRef p = dynamic_affine(37, reverse);
+        LowerOptions o;
+        o.algorithm = ScanAlgorithm::HillisSteele;
+        LoweringReport report;
+        ProgramRef lowered = lower_scans(*p, o, &report);
+        EXPECT_EQ(report.scans.at(0).levels, levels_for(37));
+        // The lowered program keeps the symbolic length: its result is [2, L].
+        EXPECT_TRUE(lowered->results[0]->type().shape[1].equals(p->results[0]->type().shape[1]));
+        for (std::int64_t s = 1; s <= 37; ++s) {
+            SCOPED_TRACE(cat("S = ", s, reverse ? " reverse" : ""));
+            expect_same_results(p, lowered,
+                                {random_tensor(DType::F64, {2, s}, rng, 0.9, 1.1),
+                                 random_tensor(DType::F64, {2, s}, rng)});
+        }
+    }
+}
+
+TEST(LowerDynamic, TheLoweredTextParsesBackToAProgramWithTheSameResults) {
+    // `scanc lower --emit scan`: the canonical text of the lowered program is a valid program.
+    std::mt19937_64 rng(10);
+    for (auto a : {ScanAlgorithm::HillisSteele, ScanAlgorithm::WorkEfficient}) {
+        LowerOptions o;
+        o.algorithm = a;
+        if (a == ScanAlgorithm::WorkEfficient) o.sizes = {{"L", 11}};
+        ProgramRef lowered = lower_scans(*dynamic_affine(16, true), o);
+        Module m;
+        m.programs.push_back(lowered);
+        std::string text = print_module(m);
+        ProgramRef reparsed = parse_module(text, "lowered.scan").program("");
+        EXPECT_EQ(print_program(*reparsed), print_program(*lowered));
+        for (std::int64_t s : {11}) {
+            expect_same_results(lowered, reparsed,
+                                {random_tensor(DType::F64, {2, s}, rng, 0.9, 1.1),
+                                 random_tensor(DType::F64, {2, s}, rng)});
+        }
+    }
+}
+
+TEST(LowerDynamic, AutoChoosesHillisSteeleForADynamicLengthAndSaysWhy) {
+    LoweringReport report;
+    lower_scans(*dynamic_affine(4096, false), {}, &report);
+    EXPECT_EQ(report.scans.at(0).algorithm, ScanAlgorithm::HillisSteele);
+    EXPECT_NE(report.scans.at(0).reason.find("dynamic"), std::string::npos);
+    EXPECT_EQ(report.scans.at(0).max_length, 4096);
+}
+
+TEST(LowerDynamic, AnUnboundedLengthIsAnErrorNamingTheDimAndTheSymbol) {
+    ProgramRef p = dynamic_affine(std::nullopt, false);
+    try {
+        lower_scans(*p);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError& e) {
+        std::string m = e.what();
+        EXPECT_NE(m.find("dim 1"), std::string::npos) << m;
+        EXPECT_NE(m.find("--bound L="), std::string::npos) << m;
+    }
+}
+
+TEST(LowerDynamic, ABoundFromTheOptionsMakesAnUnboundedProgramLowerable) {
+    std::mt19937_64 rng(8);
+    ProgramRef p = dynamic_affine(std::nullopt, true);
+    LowerOptions o;
+    o.bounds = {{"L", 20}};
+    LoweringReport report;
+    ProgramRef lowered = lower_scans(*p, o, &report);
+    EXPECT_EQ(report.scans.at(0).levels, levels_for(20));
+    EXPECT_EQ(lowered->symbols.at(0)->bound, 20);
+    for (std::int64_t s : {1, 2, 5, 16, 17, 20}) {
+        SCOPED_TRACE(cat("S = ", s));
+        expect_same_results(p, lowered,
+                            {random_tensor(DType::F64, {2, s}, rng, 0.9, 1.1),
+                             random_tensor(DType::F64, {2, s}, rng)});
+    }
+}
+
+TEST(LowerDynamic, ABoundOnAnUnknownSizeIsAnErrorListingTheSizes) {
+    LowerOptions o;
+    o.bounds = {{"T", 8}};
+    try {
+        lower_scans(*dynamic_affine(std::nullopt, false), o);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("its sizes: L"), std::string::npos) << e.what();
+    }
+}
+
+TEST(LowerDynamic, WorkEfficientRefusesADynamicLengthAndPointsToHillisSteele) {
+    LowerOptions o;
+    o.algorithm = ScanAlgorithm::WorkEfficient;
+    try {
+        lower_scans(*dynamic_affine(64, false), o);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("hillis-steele"), std::string::npos) << e.what();
+    }
+}
+
+TEST(LowerDynamic, AFixedSizeMakesTheLengthStaticSoWorkEfficientApplies) {
+    std::mt19937_64 rng(9);
+    ProgramRef p = dynamic_affine(std::nullopt, true);
+    LowerOptions o;
+    o.algorithm = ScanAlgorithm::WorkEfficient;
+    o.sizes = {{"L", 13}};
+    ProgramRef lowered = lower_scans(*p, o);
+    EXPECT_EQ(lowered->params[0]->type().shape[1].constant(), 13);
+    EXPECT_TRUE(lowered->symbols.empty());
+    expect_same_results(p, lowered,
+                        {random_tensor(DType::F64, {2, 13}, rng, 0.9, 1.1),
+                         random_tensor(DType::F64, {2, 13}, rng)});
+}
+
+TEST(LowerDynamic, AFixedSizeAboveTheDeclaredBoundIsAnError) {
+    LowerOptions o;
+    o.sizes = {{"L", 65}};
+    EXPECT_THROW(lower_scans(*dynamic_affine(64, false), o), CompileError);
+}
+
+}  // namespace
+}  // namespace scanc::lower_test

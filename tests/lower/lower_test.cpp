@@ -1,0 +1,250 @@
+// lower_scans with static lengths: the lowered program, run by the reference executor, equals the
+// scan for every algorithm, direction, leaf count, captured value and dim; level and combine
+// application counts are the promised ones.
+#include "lower_helpers.h"
+
+namespace scanc::lower_test {
+namespace {
+
+const std::int64_t kLengths[] = {1, 2, 3, 7, 8, 9, 100, 1000, 4097};
+const ScanAlgorithm kAlgorithms[] = {ScanAlgorithm::HillisSteele, ScanAlgorithm::WorkEfficient,
+                                     ScanAlgorithm::Auto};
+
+struct Case {
+    ScanAlgorithm algorithm;
+    bool reverse;
+};
+
+void PrintTo(const Case& c, std::ostream* out) {
+    *out << algorithm_name(c.algorithm) << (c.reverse ? " reverse" : " forward");
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+    std::string a(algorithm_name(info.param.algorithm));
+    for (auto& c : a)
+        if (c == '-') c = '_';
+    return a + (info.param.reverse ? "_reverse" : "_forward");
+}
+
+class LowerEveryLength : public ::testing::TestWithParam<Case> {
+protected:
+    LowerOptions options() const {
+        LowerOptions o;
+        o.algorithm = GetParam().algorithm;
+        return o;
+    }
+};
+
+TEST_P(LowerEveryLength, SumOfI64MatchesTheScanExactly) {
+    std::mt19937_64 rng(1);
+    for (std::int64_t s : kLengths) {
+        dsl::ProgramBuilder b("cumsum");
+        Expr x = b.param("x", DType::I64, {s});
+        auto p = b.build(b.scan(sum(), {x}, 0, GetParam().reverse));
+        SCOPED_TRACE(cat("S = ", s));
+        expect_same_results(p, lower_scans(*p, options()), {random_tensor(DType::I64, {s}, rng)});
+    }
+}
+
+TEST_P(LowerEveryLength, AffineWithTwoLeavesMatchesTheScan) {
+    std::mt19937_64 rng(2);
+    for (std::int64_t s : kLengths) {
+        dsl::ProgramBuilder b("affine");
+        Expr a = b.param("a", DType::F64, {2, s});
+        Expr x = b.param("x", DType::F64, {2, s});
+        auto outs = b.scan(affine(), {a, x}, 1, GetParam().reverse);
+        auto p = b.build(outs);
+        SCOPED_TRACE(cat("S = ", s));
+        // Multipliers near 1 keep long products from vanishing, so errors would show.
+        expect_same_results(p, lower_scans(*p, options()),
+                            {random_tensor(DType::F64, {2, s}, rng, 0.9, 1.1),
+                             random_tensor(DType::F64, {2, s}, rng)},
+                            1e-9);
+    }
+}
+
+TEST_P(LowerEveryLength, CapturedValuesBroadcastIntoTheInlinedCombine) {
+    std::mt19937_64 rng(3);
+    for (std::int64_t s : {1, 2, 7, 9, 100}) {
+        dsl::ProgramBuilder b("smooth");
+        Expr x = b.param("x", DType::F64, {3, s});
+        Expr tau = b.param("tau", DType::F64, {3, 1});
+        auto p = b.build(b.scan(smooth_max(), {x}, 1, GetParam().reverse, {tau}));
+        SCOPED_TRACE(cat("S = ", s));
+        expect_same_results(p, lower_scans(*p, options()),
+                            {random_tensor(DType::F64, {3, s}, rng),
+                             random_tensor(DType::F64, {3, 1}, rng, 0.5, 2)},
+                            1e-9);
+    }
+}
+
+TEST_P(LowerEveryLength, ScansAlongTheFirstMiddleAndLastDimOfA3DTensor) {
+    std::mt19937_64 rng(4);
+    for (int dim = 0; dim < 3; ++dim) {
+        for (std::int64_t s : {1, 3, 8, 9, 33}) {
+            std::vector<std::int64_t> sizes{2, 3, 4};
+            sizes[dim] = s;
+            Shape shape(sizes.begin(), sizes.end());
+            dsl::ProgramBuilder b("nd");
+            Expr a = b.param("a", DType::F64, shape);
+            Expr x = b.param("x", DType::F64, shape);
+            auto p = b.build(b.scan(affine(), {a, x}, dim, GetParam().reverse));
+            SCOPED_TRACE(cat("dim = ", dim, ", S = ", s));
+            expect_same_results(p, lower_scans(*p, options()),
+                                {random_tensor(DType::F64, sizes, rng, 0.9, 1.1),
+                                 random_tensor(DType::F64, sizes, rng)});
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, LowerEveryLength,
+                         ::testing::Values(Case{ScanAlgorithm::HillisSteele, false},
+                                           Case{ScanAlgorithm::HillisSteele, true},
+                                           Case{ScanAlgorithm::WorkEfficient, false},
+                                           Case{ScanAlgorithm::WorkEfficient, true},
+                                           Case{ScanAlgorithm::Auto, false},
+                                           Case{ScanAlgorithm::Auto, true}),
+                         case_name);
+
+ProgramRef cumsum_program(std::int64_t s, bool reverse = false) {
+    dsl::ProgramBuilder b("cumsum");
+    Expr x = b.param("x", DType::F32, {s});
+    return b.build(b.scan(sum(), {x}, 0, reverse));
+}
+
+LoweredScan lower_one(const ProgramRef& p, ScanAlgorithm a, ProgramRef* lowered = nullptr) {
+    LowerOptions o;
+    o.algorithm = a;
+    LoweringReport report;
+    ProgramRef out = lower_scans(*p, o, &report);
+    if (lowered) *lowered = out;
+    EXPECT_EQ(report.scans.size(), 1u);
+    return report.scans.at(0);
+}
+
+TEST(LowerCounts, HillisSteeleTakesCeilLog2LevelsAndCombinesAllButTheFirstKEachLevel) {
+    for (std::int64_t s : kLengths) {
+        ProgramRef lowered;
+        LoweredScan info = lower_one(cumsum_program(s), ScanAlgorithm::HillisSteele, &lowered);
+        std::int64_t applications = 0;
+        for (std::int64_t k = 1; k < s; k *= 2) applications += s - k;
+        EXPECT_EQ(info.levels, levels_for(s)) << "S = " << s;
+        EXPECT_EQ(info.combine_instances, levels_for(s)) << "S = " << s;
+        EXPECT_EQ(info.applications, applications) << "S = " << s;
+        // One Add per inlined sum, one Concat per level, and nothing else computes.
+        auto census = op_census(*lowered);
+        EXPECT_EQ(census["Add"], levels_for(s)) << "S = " << s;
+        EXPECT_EQ(census["Concat"], levels_for(s)) << "S = " << s;
+        EXPECT_EQ(census.count("Scan"), 0u);
+    }
+}
+
+// The odd/even recursion combines floor(S/2) pairs, recurses on them, then fills the
+// ceil(S/2) - 1 evens after the first: counted here by simulating the index sets.
+std::int64_t odd_even_applications(std::int64_t s) {
+    std::int64_t total = 0;
+    for (std::int64_t n = s; n >= 2; n /= 2) total += n / 2 + (n + 1) / 2 - 1;
+    return total;
+}
+
+TEST(LowerCounts, WorkEfficientStaysWithinTwiceSCombinesAndTwiceLog2Levels) {
+    for (std::int64_t s : kLengths) {
+        LoweredScan info = lower_one(cumsum_program(s), ScanAlgorithm::WorkEfficient);
+        EXPECT_EQ(info.applications, odd_even_applications(s)) << "S = " << s;
+        EXPECT_LE(info.applications, 2 * s) << "S = " << s;
+        EXPECT_LE(info.levels, 2 * levels_for(s)) << "S = " << s;
+        EXPECT_EQ(info.algorithm, ScanAlgorithm::WorkEfficient);
+    }
+    // A power of two: levels are exactly 2*log2(S) - 1 (the last pair needs no even step).
+    EXPECT_EQ(lower_one(cumsum_program(1024), ScanAlgorithm::WorkEfficient).levels, 19);
+}
+
+TEST(LowerCounts, AutoPicksWorkEfficientForLongStaticScansAndSaysWhy) {
+    LoweredScan small = lower_one(cumsum_program(8), ScanAlgorithm::Auto);
+    LoweredScan large = lower_one(cumsum_program(4097), ScanAlgorithm::Auto);
+    EXPECT_EQ(small.algorithm, ScanAlgorithm::HillisSteele);
+    EXPECT_EQ(large.algorithm, ScanAlgorithm::WorkEfficient);
+    EXPECT_FALSE(small.reason.empty());
+    EXPECT_FALSE(large.reason.empty());
+}
+
+TEST(LowerProgram, OpsAroundTheScanAreKeptAndResultsKeepTheirOrder) {
+    std::mt19937_64 rng(5);
+    dsl::ProgramBuilder b("around");
+    Expr x = b.param("x", DType::F64, {5, 17});
+    Expr y = b.param("y", DType::F64, {17});
+    Expr scaled = x * 2.0 + y;
+    auto s = b.scan(sum(), {scaled}, 1, true);
+    auto p = b.build({dsl::exp(s[0]) - y, x, s[0]});
+    for (auto a : kAlgorithms) {
+        LowerOptions o;
+        o.algorithm = a;
+        ProgramRef lowered = lower_scans(*p, o);
+        EXPECT_EQ(lowered->params.size(), 2u);
+        EXPECT_EQ(lowered->params[0]->name, "x");
+        expect_same_results(p, lowered,
+                            {random_tensor(DType::F64, {5, 17}, rng),
+                             random_tensor(DType::F64, {17}, rng)});
+    }
+}
+
+TEST(LowerProgram, EmptyScanGivesAnEmptyResult) {
+    ProgramRef p = cumsum_program(0);
+    ProgramRef lowered = lower_scans(*p);
+    auto out = run_reference(lowered, {Tensor::empty(DType::F32, {0})});
+    EXPECT_EQ(out.at(0).sizes(), std::vector<std::int64_t>{0});
+}
+
+// Random combines: tuples of independent associative parts (integer ops wrap, so every
+// grouping is exact) with random directions, dims and lengths.
+CombineRef random_combine(std::mt19937_64& rng, int leaves) {
+    std::vector<int> kinds;
+    for (int i = 0; i < leaves; ++i) kinds.push_back(static_cast<int>(rng() % 7));
+    return dsl::trace_combine("random", leaves, 0, [kinds](auto& l, auto& r, auto&) {
+        Exprs out;
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+            const Expr &a = l[i], &b = r[i];
+            switch (kinds[i]) {
+                case 0: out.push_back(a + b); break;
+                case 1: out.push_back(a * b); break;
+                case 2: out.push_back(dsl::max(a, b)); break;
+                case 3: out.push_back(dsl::min(a, b)); break;
+                case 4: out.push_back(a ^ b); break;
+                case 5: out.push_back(b); break;  // keep the later: not commutative
+                default: out.push_back(a + b + a * b); break;  // (1+a)(1+b) - 1
+            }
+        }
+        return out;
+    });
+}
+
+TEST(LowerRandomCombines, EveryAlgorithmMatchesTheScanExactlyOnIntegers) {
+    std::mt19937_64 rng(6);
+    for (int trial = 0; trial < 24; ++trial) {
+        int leaves = 1 + static_cast<int>(rng() % 3);
+        CombineRef c = random_combine(rng, leaves);
+        std::int64_t s = kLengths[rng() % std::size(kLengths)];
+        int dim = static_cast<int>(rng() % 2);
+        bool reverse = rng() % 2;
+        std::vector<std::int64_t> sizes{3, 3};
+        sizes[dim] = s;
+        dsl::ProgramBuilder b("random");
+        Exprs xs;
+        std::vector<Tensor> inputs;
+        for (int i = 0; i < leaves; ++i) {
+            xs.push_back(b.param(cat("x", i), DType::I32, Shape(sizes.begin(), sizes.end())));
+            inputs.push_back(random_tensor(DType::I32, sizes, rng));
+        }
+        auto p = b.build(b.scan(c, xs, dim, reverse));
+        for (auto a : kAlgorithms) {
+            LowerOptions o;
+            o.algorithm = a;
+            SCOPED_TRACE(cat("trial ", trial, ": ", algorithm_name(a), ", S = ", s, ", dim ",
+                             dim, reverse ? ", reverse" : ""));
+            expect_same_results(p, lower_scans(*p, o), inputs);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace scanc::lower_test

@@ -1,0 +1,105 @@
+"""Module.run with torch tensors: torch in, torch out (through DLPack, without a copy), on the
+inputs' device, for every dtype torch and scanc share, including bf16 and bool."""
+
+import numpy as np
+import pytest
+
+import scan_loops
+import scanc
+
+torch = pytest.importorskip("torch")
+
+TORCH_DTYPES = {
+    "bool": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
+    "i64": torch.int64, "u8": torch.uint8, "f16": torch.float16, "bf16": torch.bfloat16,
+    "f32": torch.float32, "f64": torch.float64,
+}
+MOD = scanc.loads("combine add(a | b) {\n  return a + b\n}\n"
+                  "combine lor(a | b) {\n  return a or b\n}\n"
+                  + "".join(f"program scan_{n}(x: {n}[N, T]) {{\n"
+                            f"  y = scan {'lor' if n == 'bool' else 'add'}(x) dim=1\n"
+                            f"  return y\n}}\n" for n in TORCH_DTYPES), "torch_test.scan")
+
+
+def random_tensor(name, shape, gen):
+    if name == "bool":
+        return torch.rand(shape, generator=gen) < 0.2
+    if name in ("i8", "u8"):
+        return torch.randint(0, 2, shape, generator=gen).to(TORCH_DTYPES[name])
+    if name.startswith("i"):
+        return torch.randint(-50, 50, shape, generator=gen).to(TORCH_DTYPES[name])
+    return torch.randn(shape, generator=gen).to(TORCH_DTYPES[name])
+
+
+def expected(name, x):
+    """The sequential loop on a NumPy copy; f16 and bf16 carry the running sum in f32 and round
+    each stored value (bf16 through torch, which NumPy lacks)."""
+    if name == "bool":
+        return torch.from_numpy(scan_loops.scan(scan_loops.logical_or, (x.numpy(),), 1)[0])
+    if name in ("f16", "bf16"):
+        out = torch.empty_like(x)
+        acc = None
+        for t in range(x.shape[1]):
+            v = x[:, t].float()
+            acc = v if acc is None else acc + v
+            out[:, t] = acc.to(x.dtype)
+        return out
+    return torch.from_numpy(scan_loops.scan(scan_loops.add, (x.numpy(),), 1)[0])
+
+
+@pytest.mark.parametrize("name", list(TORCH_DTYPES))
+@pytest.mark.parametrize("length", [0, 1, 5, 127])
+def test_torch_tensors_in_give_torch_tensors_out_with_the_same_dtype(name, length):
+    gen = torch.Generator().manual_seed(length)
+    x = random_tensor(name, (3, length), gen)
+    (y,) = MOD.run(f"scan_{name}", x, backend="reference")
+    assert isinstance(y, torch.Tensor)
+    assert y.dtype == x.dtype and tuple(y.shape) == (3, length) and y.device == x.device
+    torch.testing.assert_close(y, expected(name, x), rtol=0, atol=0)
+
+
+def test_a_transposed_torch_tensor_is_read_through_its_strides():
+    x = torch.randn(300, 4, dtype=torch.float64).t()
+    assert not x.is_contiguous()
+    (y,) = MOD.run("scan_f64", x, backend="reference")
+    torch.testing.assert_close(y, expected("f64", x.contiguous()), rtol=0, atol=0)
+
+
+def test_a_tensor_that_requires_grad_is_accepted():
+    x = torch.randn(2, 9, requires_grad=True)
+    (y,) = MOD.run("scan_f32", x)
+    torch.testing.assert_close(y, torch.cumsum(x.detach(), dim=1), rtol=1e-5, atol=1e-5)
+
+
+def test_default_backend_matches_torch_cumsum_on_a_long_row():
+    x = torch.randn(3, 100_003, dtype=torch.float64)
+    (y,) = MOD.run("scan_f64", x)
+    torch.testing.assert_close(y, torch.cumsum(x, dim=1), rtol=1e-9, atol=1e-9)
+
+
+def test_the_output_shares_memory_with_nothing_it_was_given():
+    x = torch.arange(6, dtype=torch.int64).reshape(1, 6)
+    (y,) = MOD.run("scan_i64", x)
+    y += 100  # writable, and x is untouched
+    assert x.tolist() == [[0, 1, 2, 3, 4, 5]]
+    assert y.tolist() == [[100, 101, 103, 106, 110, 115]]
+
+
+def test_a_bf16_result_bound_for_numpy_is_widened_to_float32():
+    mod = scanc.loads("combine add(a | b) {\n  return a + b\n}\n"
+                      "program p(x: f32[T]) {\n  y = scan add(bf16(x)) dim=0\n  return y\n}\n")
+    x = np.array([1.0, 2.0, 3.5], dtype=np.float32)
+    (y,) = mod.run("p", x)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32
+    np.testing.assert_array_equal(y, [1.0, 3.0, 6.5])
+    (z,) = mod.run("p", torch.from_numpy(x))
+    assert z.dtype == torch.bfloat16 and z.float().tolist() == [1.0, 3.0, 6.5]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or "cuda" not in scanc.available_backends(),
+                    reason="needs a GPU and the CUDA backend")
+def test_cuda_tensors_in_give_cuda_tensors_out_on_the_same_device():
+    x = torch.randn(4, 10_007, device="cuda", dtype=torch.float64)
+    (y,) = MOD.run("scan_f64", x, backend="cuda")
+    assert isinstance(y, torch.Tensor) and y.device == x.device
+    torch.testing.assert_close(y, torch.cumsum(x, dim=1), rtol=1e-9, atol=1e-9)

@@ -1,0 +1,132 @@
+"""lower_associative_scans: PyTorch's associative_scan op and scanc's op in exported programs
+become slice/cat/elementwise aten ops (Hillis-Steele, clamped slices for a bounded dynamic
+length), which run correctly and export to ONNX models that onnxruntime runs."""
+
+import numpy as np
+import pytest
+import torch
+from torch._higher_order_ops.associative_scan import associative_scan as torch_associative_scan
+from torch._higher_order_ops.associative_scan import associative_scan_op
+from torch.export import Dim
+
+import scanc.torch as st
+import torch_scan_loops as loops
+
+BANNED = ("ones_like", "zeros_like", "full", "associative_scan")
+
+
+def randn(*shape, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+class TorchOpModel(torch.nn.Module):
+    """Uses PyTorch's own higher-order op, as associative_scan's pointwise mode captures it
+    (dim moved to 0, reverse as flips, closure tensors as additional inputs)."""
+
+    def forward(self, x, tau):
+        def affine(a1, b1, a2, b2):
+            return a1 * a2, a2 * b1 + b2
+
+        def smooth_max(a, b, t):
+            return (t * torch.logaddexp(a / t, b / t),)
+
+        xs = [torch.sigmoid(x).movedim(1, 0), x.movedim(1, 0)]
+        _, h = associative_scan_op(affine, xs, ())
+        (y,) = associative_scan_op(smooth_max, [h.flip(0)], (tau.exp(),))
+        return y.flip(0).movedim(0, 1)
+
+
+def reference(x, tau):
+    _, h = loops.loop_scan(loops.affine, (torch.sigmoid(x), x), 1)
+    t = tau.exp()
+    return loops.loop_scan(lambda a, b: t * torch.logaddexp(a / t, b / t), h, 1, reverse=True)
+
+
+class ScancOpModel(torch.nn.Module):
+    def forward(self, x, tau):
+        t = tau.exp()
+        _, h = st.associative_scan(loops.affine, (torch.sigmoid(x), x), 1)
+        return st.associative_scan(lambda a, b: t * torch.logaddexp(a / t, b / t), h, 1,
+                                   reverse=True)
+
+
+def targets(program):
+    return [str(n.target) for n in program.graph.nodes if n.op == "call_function"]
+
+
+def assert_primitive(program):
+    for target in targets(program):
+        assert not any(word in target for word in BANNED), target
+
+
+def export(model, max_length=100):
+    x, tau = randn(3, 10), randn(3, seed=1)
+    dims = {"x": {1: Dim("L", min=2, max=max_length)}, "tau": None}
+    return torch.export.export(model, (x, tau), dynamic_shapes=dims)
+
+
+@pytest.mark.parametrize("model", [TorchOpModel(), ScancOpModel()], ids=["torch", "scanc"])
+def test_a_bounded_dynamic_length_lowers_to_one_graph_for_every_length(model):
+    lowered = st.lower_associative_scans(export(model))
+    assert_primitive(lowered)
+    assert any("slice" in t for t in targets(lowered))
+    tau = randn(3, seed=1)
+    for n in (2, 3, 16, 17, 63, 64, 65, 100):
+        x = randn(3, n, seed=n)
+        torch.testing.assert_close(lowered.module()(x, tau), reference(x, tau))
+
+
+def test_a_static_length_lowers_with_ceil_log2_levels():
+    x, tau = randn(3, 33), randn(3, seed=1)
+    lowered = st.lower_associative_scans(torch.export.export(TorchOpModel(), (x, tau)))
+    assert_primitive(lowered)
+    # Two scans of length 33: ceil(log2 33) = 6 levels, one cat per leaf per level.
+    assert targets(lowered).count("aten.cat.default") == 6 * 2 + 6 * 1
+    torch.testing.assert_close(lowered.module()(x, tau), reference(x, tau))
+
+
+def test_an_unbounded_dynamic_length_needs_a_bound():
+    x, tau = randn(3, 10), randn(3, seed=1)
+    ep = torch.export.export(ScancOpModel(), (x, tau),
+                             dynamic_shapes={"x": {1: Dim("L", min=2)}, "tau": None})
+    with pytest.raises(ValueError, match="unbounded"):
+        st.lower_associative_scans(ep)
+    lowered = st.lower_associative_scans(ep, bounds=50)
+    x = randn(3, 50, seed=2)
+    torch.testing.assert_close(lowered.module()(x, tau), reference(x, tau))
+
+
+def test_a_graph_module_is_lowered_too():
+    x, tau = randn(3, 12), randn(3, seed=1)
+    gm = torch.export.export(TorchOpModel(), (x, tau)).module()
+    lowered = st.lower_associative_scans(gm)
+    assert_primitive(lowered)
+    torch.testing.assert_close(lowered(x, tau), reference(x, tau))
+
+
+def test_the_generic_mode_of_torch_exports_without_a_scan_and_is_left_correct():
+    class Generic(torch.nn.Module):
+        def forward(self, x):
+            return torch_associative_scan(loops.add, x, 1, combine_mode="generic")
+
+    x = randn(3, 12)
+    lowered = st.lower_associative_scans(torch.export.export(Generic(), (x,)))
+    assert_primitive(lowered)
+    torch.testing.assert_close(lowered.module()(x), x.cumsum(1))
+
+
+@pytest.mark.parametrize("model", [TorchOpModel(), ScancOpModel()], ids=["torch", "scanc"])
+def test_the_lowered_program_exports_to_onnx_that_onnxruntime_runs(model, tmp_path):
+    pytest.importorskip("onnxscript")
+    ort = pytest.importorskip("onnxruntime")
+    lowered = st.lower_associative_scans(export(model))
+    onnx_program = torch.onnx.export(lowered, (randn(3, 10), randn(3, seed=1)), dynamo=True)
+    path = tmp_path / "scan.onnx"
+    onnx_program.save(str(path))
+    session = ort.InferenceSession(str(path))
+    assert [i.name for i in session.get_inputs()] == ["x", "tau"]
+    tau = randn(3, seed=1)
+    for n in (2, 9, 31, 64, 100):
+        x = randn(3, n, seed=n)
+        (y,) = session.run(None, {"x": x.numpy(), "tau": tau.numpy()})
+        np.testing.assert_allclose(y, reference(x, tau).numpy(), rtol=1e-4, atol=1e-5)

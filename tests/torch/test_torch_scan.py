@@ -1,0 +1,182 @@
+"""scanc.torch.associative_scan in eager mode, under torch.compile and through torch.export,
+compared with sequential loops (torch_scan_loops.py) and torch's own cumulative ops."""
+
+import io
+
+import pytest
+import torch
+import torch._dynamo.testing
+
+import scanc.torch as st
+import torch_scan_loops as loops
+
+SIZES = [0, 1, 2, 7, 17, 33, 127, 5003]
+
+
+def randn(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+@pytest.mark.parametrize("length", SIZES)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_sum_matches_cumsum_for_awkward_lengths(length, reverse):
+    x = randn(3, length, dtype=torch.float64)
+    y = st.associative_scan(loops.add, x, 1, reverse=reverse)
+    expected = x.flip(1).cumsum(1).flip(1) if reverse else x.cumsum(1)
+    torch.testing.assert_close(y, expected)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_every_dim_of_a_3d_tensor_scans_like_the_loop(dim, reverse):
+    x = randn(5, 6, 7)
+    y = st.associative_scan(loops.maximum, x, dim, reverse=reverse)
+    torch.testing.assert_close(y, loops.loop_scan(loops.maximum, x, dim, reverse))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_tuple_pytree_affine_recurrence_matches_the_loop(reverse):
+    a, b = randn(4, 33, seed=1).sigmoid(), randn(4, 33, seed=2)
+    ya, yb = st.associative_scan(loops.affine, (a, b), 1, reverse=reverse)
+    ea, eb = loops.loop_scan(loops.affine, (a, b), 1, reverse)
+    torch.testing.assert_close(ya, ea)
+    torch.testing.assert_close(yb, eb)
+
+
+def test_a_dict_pytree_of_2x2_matrices_is_a_non_commutative_product():
+    xs = {k: randn(2, 17, seed=i, dtype=torch.float64) for i, k in enumerate("abcd")}
+    ys = st.associative_scan(loops.matrix2x2, xs, 1)
+    expected = loops.loop_scan(loops.matrix2x2, xs, 1)
+    assert set(ys) == set("abcd")
+    for k in "abcd":
+        torch.testing.assert_close(ys[k], expected[k])
+
+
+@pytest.mark.parametrize("tau_shape", [(), (1,), (5,), (3, 1, 5)])
+def test_closure_tensors_broadcast_against_one_slice_of_the_leaves(tau_shape):
+    x = randn(3, 9, 5, dtype=torch.float64)  # a slice along dim 1 is (3, 5)
+    tau = randn(*tau_shape, seed=3, dtype=torch.float64).abs() + 0.5
+    if len(tau_shape) == 3:  # (3, 1, 5) has more dims than a slice
+        with pytest.raises(ValueError, match="does not broadcast"):
+            st.associative_scan(lambda a, b: tau * torch.logaddexp(a / tau, b / tau), x, 1)
+        return
+
+    def smooth_max(a, b):
+        return tau * torch.logaddexp(a / tau, b / tau)
+
+    y = st.associative_scan(smooth_max, x, 1, reverse=True)
+    torch.testing.assert_close(y, loops.loop_scan(smooth_max, x, 1, reverse=True))
+
+
+def test_integer_leaves_scan_exactly():
+    x = torch.randint(-100, 100, (4, 50), generator=torch.Generator().manual_seed(4))
+    torch.testing.assert_close(st.associative_scan(loops.add, x, 1), x.cumsum(1))
+
+
+def test_methods_python_numbers_and_casts_inside_a_combine_are_traced():
+    x = randn(3, 20)
+
+    def combine(a, b):  # logaddexp computed in float64, stored as float32
+        return (a.double().exp() + 1.0 * b.to(torch.float64).exp()).log().float()
+
+    torch.testing.assert_close(st.associative_scan(combine, x, 1),
+                               loops.loop_scan(combine, x, 1))
+
+
+# ---- torch.compile ----
+
+def test_the_4x8_sum_along_dim_0_under_dynamic_compile_equals_eager():
+    x = randn(4, 8)
+    fn = torch.compile(lambda v: st.associative_scan(loops.add, v, 0), dynamic=True,
+                       fullgraph=True)
+    torch.testing.assert_close(fn(x), st.associative_scan(loops.add, x, 0))
+    torch.testing.assert_close(fn(x), x.cumsum(0))
+
+
+def test_the_2x64x65_float64_product_along_dim_1_under_dynamic_compile_equals_eager():
+    x = randn(2, 64, 65, dtype=torch.float64) * 0.1 + 1
+    fn = torch.compile(lambda v: st.associative_scan(loops.mul, v, 1), dynamic=True,
+                       fullgraph=True)
+    torch.testing.assert_close(fn(x), st.associative_scan(loops.mul, x, 1))
+    torch.testing.assert_close(fn(x), x.cumprod(1))
+
+
+def model_with_an_in_graph_closure(x, tau):
+    t = tau.exp()  # created inside the compiled function
+
+    def smooth_max(a, b):
+        return t * torch.logaddexp(a / t, b / t)
+
+    return st.associative_scan(smooth_max, x * 2, 1, reverse=True)
+
+
+def test_five_shapes_compile_once_with_closures_created_in_the_graph():
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    fn = torch.compile(model_with_an_in_graph_closure, dynamic=True, fullgraph=True,
+                       backend=counter)
+    for i, shape in enumerate([(3, 5), (4, 9), (2, 17), (6, 33), (5, 100)]):
+        x, tau = randn(*shape, seed=i), randn(shape[0], seed=10 + i)
+        torch.testing.assert_close(fn(x, tau), model_with_an_in_graph_closure(x, tau))
+    assert counter.frame_count == 1
+
+
+def test_static_compile_gives_the_same_results():
+    fn = torch.compile(model_with_an_in_graph_closure, dynamic=False, fullgraph=True)
+    x, tau = randn(3, 12), randn(3, seed=1)
+    torch.testing.assert_close(fn(x, tau), model_with_an_in_graph_closure(x, tau))
+
+
+# ---- torch.export ----
+
+class AffineThenSmoothMax(torch.nn.Module):
+    def forward(self, x, tau):
+        t = tau.exp()
+        _, h = st.associative_scan(loops.affine, (torch.sigmoid(x), x), 1)
+        return st.associative_scan(lambda a, b: t * torch.logaddexp(a / t, b / t), h, 1,
+                                   reverse=True)
+
+
+def test_an_exported_program_survives_save_and_load_and_runs_other_lengths():
+    model = AffineThenSmoothMax()
+    x, tau = randn(3, 10), randn(3, seed=1)
+    length = torch.export.Dim("L", min=2, max=4096)
+    ep = torch.export.export(model, (x, tau), dynamic_shapes={"x": {1: length}, "tau": None})
+    buffer = io.BytesIO()
+    torch.export.save(ep, buffer)
+    buffer.seek(0)
+    loaded = torch.export.load(buffer)
+    for n in (2, 37, 1000):
+        x = randn(3, n, seed=n)
+        torch.testing.assert_close(loaded.module()(x, tau), model(x, tau))
+
+
+# ---- errors ----
+
+def test_a_non_associative_combine_is_a_value_error_with_a_counterexample():
+    with pytest.raises(ValueError, match="not associative"):
+        st.associative_scan(lambda a, b: a - b, randn(2, 8), 1)
+
+
+def test_an_unsupported_operation_is_named_in_the_error():
+    with pytest.raises(ValueError, match="cumsum"):
+        st.associative_scan(lambda a, b: torch.cumsum(a, 0) + b, randn(2, 8), 1)
+
+
+def test_indexing_inside_a_combine_is_a_value_error():
+    with pytest.raises(ValueError, match="indexing"):
+        st.associative_scan(lambda a, b: a[0] + b, randn(2, 8), 1)
+
+
+def test_leaves_of_different_shapes_are_a_value_error():
+    with pytest.raises(ValueError, match="one shape"):
+        st.associative_scan(loops.affine, (randn(2, 8), randn(2, 9)), 1)
+
+
+def test_a_combine_returning_the_wrong_number_of_leaves_is_a_value_error():
+    with pytest.raises(ValueError, match="leaves"):
+        st.associative_scan(lambda l, r: l[0] * r[0], (randn(2, 8), randn(2, 8)), 1)
+
+
+def test_a_dim_out_of_range_is_a_value_error():
+    with pytest.raises(ValueError, match="out of range"):
+        st.associative_scan(loops.add, randn(2, 8), 2)

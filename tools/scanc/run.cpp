@@ -1,0 +1,63 @@
+// `scanc run`: runs one program of a file on .npy inputs or random ones, and writes each result
+// to a .npy file (or prints a summary of each when no --output is given).
+#include <iostream>
+
+#include "cli.h"
+
+namespace scanc::cli {
+namespace {
+
+struct RunArgs : ProgramOptions {
+    std::vector<std::string> inputs, outputs;
+};
+
+int run(const RunArgs& args) {
+    Module module = load_module(args.file);
+    ProgramRef program = module.program(args.program);
+    if (!args.outputs.empty() && args.outputs.size() != program->results.size())
+        user_error({}, cat("program `", program->name, "` returns ", program->results.size(),
+                           " value", program->results.size() == 1 ? "" : "s", ", but ",
+                           args.outputs.size(), " --output path",
+                           args.outputs.size() == 1 ? " is" : "s are",
+                           " given (one per returned value, in return order, or none)"));
+    if (args.random.empty() && args.inputs.empty() && !program->params.empty())
+        user_error({}, cat("program `", program->name, "` needs inputs: give each parameter ",
+                           "with --input NAME=PATH.npy, or use --random SYM=N,..."));
+    std::vector<Tensor> inputs = args.random.empty()
+                                     ? read_inputs(*program, args.inputs)
+                                     : random_inputs(*program, parse_sizes(args.random), args.seed);
+    auto executable = compile(program, args.backend);
+    std::vector<Tensor> results = executable->run(views_of(inputs), args.run_options());
+    SCANC_INTERNAL_CHECK(results.size() == program->results.size(), "backend returned ",
+                         results.size(), " results for ", program->results.size());
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        if (args.outputs.empty())
+            std::cout << result_label(*program, i) << ": " << summarize(results[i]) << "\n";
+        else
+            write_npy(args.outputs[i], results[i]);
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& parent) {
+    auto args = std::make_shared<RunArgs>();
+    CLI::App* app = parent.add_subcommand(
+        "run", "Run a program on .npy inputs (--input) or random ones (--random).");
+    app->footer(
+        "Random inputs: floats uniform in [-1, 1], signed integers in [-8, 8], u8 in [0, 16],\n"
+        "bool true with probability 1/2; the same --seed gives the same values. Without\n"
+        "--output, prints a summary of each result (dtype, sizes, a few values).");
+    CLI::Option* random = add_program_options(*app, *args);
+    app->add_option("--input", args->inputs, "NAME=PATH.npy, once per parameter")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->excludes(random);
+    app->add_option("--output", args->outputs, "PATH.npy per returned value, in return order")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    return {app, [args] { return run(*args); }};
+}
+
+}  // namespace scanc::cli
