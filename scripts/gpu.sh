@@ -4,7 +4,7 @@
 # small ones), then the benchmark and its peers, and prints the tables last.
 #   scripts/gpu.sh [OUTDIR]        (default: build-gpu/results)
 # Environment: SKIP_PEERS=1 skips the Python peers; SKIP_SANITIZER=1 skips compute-sanitizer;
-# SKIP_TESTS=1 skips the tests (and the sanitizer); SWEEP="rt,ri,rw,cw,cr,cwin,mb ..." adds a
+# SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py; SWEEP="rt,ri,rw,cw,cr,cwin,mb ..." adds a
 # tuning sweep (see src/backends/cuda/tuning.h).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +62,17 @@ if [ -z "${SKIP_PEERS:-}" ]; then
   PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/gpu_peers.py "$OUT/peers.md" --budget ${PEERS_BUDGET:-300} 2>&1 | grep -v Warning | tee "$OUT/peers.log" | tail -60
 fi
 
+if [ -z "${SKIP_TORCH:-}" ]; then
+  log "scanc.torch on CUDA (bench/torch_gpu.py): checks, then timings against torch.compile"
+  # The image's default compiler links libstdc++ statically, which breaks the extension.
+  cmake -S . -B build-gpupy -G Ninja -DCMAKE_CXX_COMPILER=/usr/bin/g++ \
+        -DPython_EXECUTABLE="$(command -v python3)" -DCMAKE_BUILD_TYPE=Release -DSCANC_ENABLE_CUDA=ON \
+        -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=ON -DSCANC_BUILD_TESTS=OFF -DSCANC_BUILD_CLI=OFF \
+        >> "$OUT/build.log" 2>&1 && ninja -C build-gpupy _core >> "$OUT/build.log" 2>&1 &&
+  PYTHONPATH=build-gpupy/python PYTHONUNBUFFERED=1 timeout ${TORCH_TIMEOUT:-400} \
+      python3 bench/torch_gpu.py "$OUT/torch_gpu.md" 2>&1 | grep -v -i warn | tee "$OUT/torch_gpu.log" | tail -30
+fi
+
 echo
 echo "================ summary ================"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
@@ -71,4 +82,6 @@ cat "$OUT/first_launch.txt"
 [ -f "$OUT/sweep.md" ] && cat "$OUT/sweep.md"
 cat "$OUT/bench.md" 2>/dev/null
 [ -f "$OUT/peers.md" ] && cat "$OUT/peers.md"
+[ -f "$OUT/torch_gpu.log" ] && grep -E "^(PASS|FAIL)" "$OUT/torch_gpu.log"
+[ -f "$OUT/torch_gpu.md" ] && cat "$OUT/torch_gpu.md"
 exit $TESTS

@@ -18,6 +18,10 @@ scanc_apt_packages=(
 # Python packages: pip name and the version wanted ("" = any).
 scanc_pip_packages=(
     "numpy=" "nanobind=" "scikit-build-core=" "onnx=" "onnxruntime=" "pytest=" "torch=2.13.0"
+    # NVRTC for the CUDA backend's compile-only tests (kernels of every example for sm_90).
+    "nvidia-cuda-nvrtc=13.0.88"
+    # torch.onnx.export(dynamo=True) of the lowered PyTorch programs (tests/torch).
+    "onnxscript="
 )
 
 scanc_log() { printf '\n==> %s\n' "$*"; }

@@ -288,6 +288,21 @@ NodeRef make_slice(NodeRef x, std::int64_t dim, Size start, Size stop, std::int6
     return n;
 }
 
+// Concat and interleave join tensors along `dim`: one dtype, one rank, equal other dims.
+static void require_joinable(const char* op, int d, const Type& a, const Type& b,
+                             const SourceLoc& loc) {
+    if (a.dtype != b.dtype)
+        user_error(loc, cat("dtype mismatch: ", op, " of ", dtype_name(a.dtype), " and ",
+                            dtype_name(b.dtype)));
+    if (a.shape.size() != b.shape.size())
+        user_error(loc, cat(op, " needs tensors of one rank, got ", shape_str(a.shape), " and ",
+                            shape_str(b.shape)));
+    for (int k = 0; k < static_cast<int>(a.shape.size()); ++k)
+        if (k != d && !a.shape[k].equals(b.shape[k]))
+            user_error(loc, cat("shape mismatch: ", op, " along dim ", d, " of ", shape_str(a.shape),
+                                " and ", shape_str(b.shape), ": dim ", k, " differs"));
+}
+
 NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     if (xs.empty()) user_error(loc, "concat needs at least one tensor");
     Type out = xs[0]->type();
@@ -296,19 +311,7 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     int d = normalize_dim(dim, rank, loc);
     for (std::size_t i = 1; i < xs.size(); ++i) {
         const Type& t = xs[i]->type();
-        if (t.dtype != out.dtype)
-            user_error(loc, cat("dtype mismatch: concat of ", dtype_name(out.dtype), " and ",
-                                dtype_name(t.dtype)));
-        if (static_cast<int>(t.shape.size()) != rank)
-            user_error(loc, cat("concat needs tensors of one rank, got ", shape_str(out.shape),
-                                " and ", shape_str(t.shape)));
-        for (int k = 0; k < rank; ++k) {
-            if (k == d) continue;
-            if (!t.shape[k].equals(xs[0]->type().shape[k]))
-                user_error(loc, cat("shape mismatch: concat along dim ", d, " of ",
-                                    shape_str(xs[0]->type().shape), " and ", shape_str(t.shape),
-                                    ": dim ", k, " differs"));
-        }
+        require_joinable("concat", d, xs[0]->type(), t, loc);
         out.shape[d] = out.shape[d] + t.shape[d];
     }
     auto n = std::make_shared<Node>();
@@ -325,17 +328,7 @@ NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc l
     const Type& o = odd->type();
     int rank = static_cast<int>(e.shape.size());
     int d = normalize_dim(dim, rank, loc);
-    if (e.dtype != o.dtype)
-        user_error(loc, cat("dtype mismatch: interleave of ", dtype_name(e.dtype), " and ",
-                            dtype_name(o.dtype)));
-    if (static_cast<int>(o.shape.size()) != rank)
-        user_error(loc, cat("interleave needs tensors of one rank, got ", shape_str(e.shape),
-                            " and ", shape_str(o.shape)));
-    for (int k = 0; k < rank; ++k)
-        if (k != d && !e.shape[k].equals(o.shape[k]))
-            user_error(loc, cat("shape mismatch: interleave along dim ", d, " of ",
-                                shape_str(e.shape), " and ", shape_str(o.shape), ": dim ", k,
-                                " differs"));
+    require_joinable("interleave", d, e, o, loc);
     if (auto diff = (e.shape[d] - o.shape[d]).constant(); diff && *diff != 0 && *diff != 1)
         user_error(loc, cat("interleave needs the first tensor as long as the second or one ",
                             "longer along dim ", d, ", got ", e.shape[d].str(), " and ",

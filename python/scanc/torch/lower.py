@@ -5,7 +5,8 @@ Replaced: PyTorch's higher-order op `torch.ops.higher_order.associative_scan(com
 additional_inputs)` (what associative_scan's pointwise mode captures; it always scans dim 0,
 forward; its combine is an aten graph, translated here into scanc's expression IR) and scanc's
 `scanc::associative_scan` (the combine text travels in the op). Each becomes Hillis-Steele:
-ceil(log2 M) levels, level k computing y = cat(y[:k], f(y[:-k], y[k:])) (reverse: mirrored).
+ceil(log2 M) levels, level k computing y = cat(y[:k], f(y[:-k], y[k:])) (reverse: the same on
+the flipped sequence, flipped back).
 No identity element and no padding (no ones_like/zeros_like). M is the length when it is static;
 for a dynamic length it is the bound (`bounds`, else the exported range constraint): slices
 clamp, so a level with k >= S is a no-op and one graph serves every S <= M.
@@ -241,20 +242,17 @@ def _hillis_steele(graph: fx.Graph, comb: ir.Combine, xs: list[fx.Node],
         node.meta[_SAME_SHAPE] = True
         return node
 
-    y = list(xs)
+    # Reverse: flip, scan forward, flip back. In flipped order the earlier element is the
+    # later one, which is the left operand either way. (A mirrored scan would slice from the
+    # end, x[-k:], whose clamped length makes exporters' shape reasoning blow up.)
+    y = [emit.call(aten.flip.default, t, [dim]) for t in xs] if reverse else list(xs)
     for level in range(levels):
         k = 1 << level
-        drop_last = [slice_(t, 0, -k) for t in y]
-        drop_first = [slice_(t, k, _INT_MAX) for t in y]
-        left, right = (drop_last, drop_first) if not reverse else (drop_first, drop_last)
-        mixed = _apply(emit, comb, left, right, captured)
-        if not reverse:
-            head = [slice_(t, 0, k) for t in y]
-            y = [cat([h, m]) for h, m in zip(head, mixed)]
-        else:
-            tail = [slice_(t, -k, _INT_MAX) for t in y]
-            y = [cat([m, t]) for m, t in zip(mixed, tail)]
-    return y
+        head = [slice_(t, 0, k) for t in y]
+        mixed = _apply(emit, comb, [slice_(t, 0, -k) for t in y],
+                       [slice_(t, k, _INT_MAX) for t in y], captured)
+        y = [cat([h, m]) for h, m in zip(head, mixed)]
+    return [emit.call(aten.flip.default, t, [dim]) for t in y] if reverse else y
 
 
 def _apply(emit: _Emitter, comb: ir.Combine, left, right, captured) -> list:

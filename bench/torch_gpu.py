@@ -1,0 +1,185 @@
+"""scanc.torch on CUDA (issue 6): the CPU tests' checks on CUDA tensors, then the issue's
+reproducers and the DESIGN §7 shapes timed against torch.compile of PyTorch's own
+associative_scan (static; pointwise mode) and torch.cumsum. Needs scanc built with CUDA and a
+CUDA build of torch. GB/s counts inputs read once + outputs written once.
+
+usage: python3 bench/torch_gpu.py [OUT.md]
+"""
+import os
+import sys
+
+import torch
+import torch._dynamo.testing
+from torch._higher_order_ops.associative_scan import associative_scan as torch_scan
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "torch"))
+sys.path.insert(0, os.path.dirname(__file__))
+import scanc.torch as st  # noqa: E402
+import torch_scan_loops as loops  # noqa: E402
+from gpu_peers import median_time  # noqa: E402  (bench/: CUDA-event median)
+
+DEV = "cuda"
+
+
+def check(name, ok):
+    print(f"{'PASS' if ok else 'FAIL'} {name}", flush=True)
+    return ok
+
+
+def close(a, b, **kw):
+    return torch.allclose(a, b, **kw)
+
+
+def reproducers() -> bool:
+    ok = True
+    x = torch.randn(4, 8, device=DEV)
+    f = torch.compile(lambda v: st.associative_scan(loops.add, v, 0), dynamic=True, fullgraph=True)
+    ok &= check("4x8 sum dim 0, compile(dynamic=True) == eager == cumsum",
+                close(f(x), st.associative_scan(loops.add, x, 0)) and close(f(x), x.cumsum(0)))
+    x = torch.rand(2, 64, 65, device=DEV, dtype=torch.float64) * 0.1 + 1
+    g = torch.compile(lambda v: st.associative_scan(loops.mul, v, 1), dynamic=True, fullgraph=True)
+    ok &= check("(2,64,65) f64 prod dim 1, compile(dynamic=True) == eager == cumprod",
+                close(g(x), st.associative_scan(loops.mul, x, 1)) and close(g(x), x.cumprod(1)))
+    return ok
+
+
+def closure_model() -> bool:
+    ok = True
+
+    def model(v, tau):
+        t = tau.exp()
+        return st.associative_scan(lambda a, b: t * torch.logaddexp(a / t, b / t), v, 1,
+                                   reverse=True)
+
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    h = torch.compile(model, dynamic=True, fullgraph=True, backend=counter)
+    same = True
+    for shape in [(3, 5), (4, 9), (2, 17), (6, 33), (5, 100)]:
+        v, tau = torch.randn(shape, device=DEV), torch.rand(shape[0], device=DEV)
+        same &= close(h(v, tau), model(v, tau), atol=1e-5)
+    ok &= check(f"5 shapes, one compile (frames={counter.frame_count})",
+                same and counter.frame_count == 1)
+    x, tau = torch.randn(3, 40, device=DEV), torch.rand(3, device=DEV)
+    ok &= check("closure model: compiled == eager == loop",
+                close(h(x, tau), model(x, tau), atol=1e-5) and
+                close(model(x, tau), loops.loop_scan(
+                    lambda a, b: tau.exp() * torch.logaddexp(a / tau.exp(), b / tau.exp()),
+                    x, 1, True), atol=1e-5))
+    return ok
+
+
+def streams_and_gradients() -> bool:
+    ok = True
+    # The stream: a side stream's work is ordered with scanc's.
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        big = torch.randn(64, 1 << 16, device=DEV)
+        ys = st.associative_scan(loops.add, big * 2, 1)
+    torch.cuda.current_stream().wait_stream(s)
+    ok &= check("runs on the current (side) stream", close(ys, (big * 2).cumsum(1), atol=1e-2,
+                                                          rtol=1e-4))
+    combines = {"sum": (loops.add, False), "prod": (loops.mul, True),
+                "max": (loops.maximum, False), "logaddexp": (loops.logaddexp, False)}
+    for name, (fn, positive) in combines.items():
+        for reverse in (False, True):
+            v = torch.randn(3, 7, device=DEV, dtype=torch.float64)
+            v = (v.abs() + 0.5 if positive else v).requires_grad_()
+            ok &= check(f"gradcheck {name} reverse={reverse}", torch.autograd.gradcheck(
+                lambda u: st.associative_scan(fn, u, 1, reverse=reverse), (v,)))
+    a = torch.rand(2, 9, device=DEV, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(2, 9, device=DEV, dtype=torch.float64, requires_grad=True)
+    ok &= check("gradcheck affine", torch.autograd.gradcheck(
+        lambda u, w: st.associative_scan(loops.affine, (u, w), 1), (a, b)))
+    m = [torch.randn(2, 6, device=DEV, dtype=torch.float64, requires_grad=True) for _ in "abcd"]
+    ok &= check("gradcheck 2x2 matrix", torch.autograd.gradcheck(
+        lambda *q: tuple(st.associative_scan(loops.matrix2x2, dict(zip("abcd", q)), 1).values()),
+        tuple(m)))
+    x = torch.randn(3, 8, device=DEV, dtype=torch.float64, requires_grad=True)
+    t = (torch.rand(3, device=DEV, dtype=torch.float64) + 0.5).requires_grad_()
+    ok &= check("gradcheck captured", torch.autograd.gradcheck(
+        lambda u, w: st.associative_scan(lambda p, q: w * torch.logaddexp(p / w, q / w), u, 1),
+        (x, t)))
+    return ok
+
+
+def torch_op_lowering() -> bool:
+    ok = True
+    # torch's own op in pointwise mode (CUDA only) exports as the HOP; lower it and run.
+
+    class TorchModel(torch.nn.Module):
+        def forward(self, v):
+            return torch_scan(loops.affine, (torch.sigmoid(v), v), 1)[1]
+
+    v = torch.randn(3, 20, device=DEV)
+    ep = torch.export.export(TorchModel(), (v,),
+                             dynamic_shapes={"v": {1: torch.export.Dim("L", min=2, max=64)}})
+    low = st.lower_associative_scans(ep)
+    w = torch.randn(3, 50, device=DEV)
+    ok &= check("torch's pointwise op exported on CUDA, lowered, runs",
+                close(low.module()(w), TorchModel()(w), atol=1e-5))
+    return ok
+
+
+def median_ms(fn):
+    return median_time(fn, reps=20) * 1e3
+
+
+CASES = [  # name, combine, shape, dim, dtype
+    ("repro sum 4x8 dim 0", "sum", (4, 8), 0, torch.float32),
+    ("repro prod (2,64,65) f64 dim 1", "prod", (2, 64, 65), 1, torch.float64),
+    ("sum 1-D 2^24", "sum", (1 << 24,), 0, torch.float32),
+    ("sum rows 8192x4096 dim 1", "sum", (8192, 4096), 1, torch.float32),
+    ("sum 4096x8192 dim 0", "sum", (4096, 8192), 0, torch.float32),
+    ("affine rows 8192x4096 dim 1", "affine", (8192, 4096), 1, torch.float32),
+    ("affine (2,4096,1024) dim 1", "affine", (2, 4096, 1024), 1, torch.float32),
+]
+
+
+def timing() -> list[str]:
+    rows = ["| case | scanc eager | scanc compile(dynamic) | torch.compile static | cumsum |",
+            "| --- | --- | --- | --- | --- |"]
+    fns = {"sum": loops.add, "prod": loops.mul, "affine": loops.affine}
+    for name, kind, shape, dim, dtype in CASES:
+        n = 2 if kind == "affine" else 1
+        xs = tuple(torch.rand(shape, device=DEV, dtype=dtype) * 0.5 + 0.5 for _ in range(n))
+        arg = xs if n == 2 else xs[0]
+        gb = (2 * n * xs[0].numel() * xs[0].element_size()) / 1e9
+        fn = fns[kind]
+        ours = lambda: st.associative_scan(fn, arg, dim)  # noqa: E731
+        ours_c = torch.compile(lambda a: st.associative_scan(fn, a, dim), dynamic=True)
+        peer = torch.compile(lambda a: torch_scan(fn, a, dim), dynamic=False)
+        cells = []
+        for f in (ours, lambda: ours_c(arg), lambda: peer(arg),
+                  (lambda: xs[0].cumsum(dim)) if kind == "sum" else None):
+            if f is None:
+                cells.append("-")
+                continue
+            try:
+                ms = median_ms(f)
+                cells.append(f"{ms:.3f} ms ({gb / ms * 1e3:.0f} GB/s)")
+            except Exception as e:  # a peer that fails is a result too
+                cells.append(f"error: {type(e).__name__}")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def correctness() -> bool:
+    ok = True
+    for section in (reproducers, closure_model, streams_and_gradients, torch_op_lowering):
+        try:
+            ok &= section()
+        except Exception as e:  # report and go on: one failure must not hide the rest
+            ok = check(f"{section.__name__}: {type(e).__name__}: {str(e).splitlines()[-1][:200]}",
+                       False)
+    return ok
+
+
+if __name__ == "__main__":
+    ok = correctness()
+    table = timing()
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as out:
+            out.write("\n".join(table) + "\n")
+    print("\n".join(table))
+    sys.exit(0 if ok else 1)
