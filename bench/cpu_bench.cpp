@@ -1,17 +1,24 @@
-// CPU backend throughput, measured against memcpy in the same run. Prints one JSON object per
-// line: {"case", "shape", "dim", "bytes", "seconds", "gbps"}; cpu_bench.py adds the peers
-// (numpy, torch), the table and the plot.
+// CPU backend throughput against memcpy in the same run, on Google Benchmark. Each case is a
+// benchmark named `CASE/SHAPE/DIM` (CASE: memcpy, sum, affine, sum_ordered; SHAPE: N or NxM;
+// memcpy's SHAPE is the bytes copied), with counters `bytes` (inputs read once + outputs
+// written once, per run) and bytes_per_second; the aggregate `best` is the fastest repetition
+// (the figure cpu_bench.py reads, from --benchmark_format=json). Warm-up runs are excluded.
+// Google Benchmark applies `best` (a min) to the counters too, so that row's bytes_per_second is
+// the slowest repetition's rate: cpu_bench.py computes GB/s as `bytes` / the best real_time.
 //
-//   cpu_bench [--threads N] [--quick] [--one sum|affine[_ordered] DIM N[xM]]
+//   cpu_bench [--threads N] [--quick] [--one CASE DIM N[xM]] [--iters K] [benchmark flags]
 //
-// Bytes = inputs read once + outputs written once. Each figure is the best of several runs
-// after a warm-up (first-touch page faults excluded).
+// --one runs that single case (for profiling); with --iters K it runs exactly K timed runs after
+// one warm-up, so callgrind counts divide by K + 1. Other flags go to Google Benchmark
+// (--benchmark_filter=REGEX, --benchmark_format=json, ...).
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
+#include <atomic>
+#include <barrier>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,46 +31,11 @@ using namespace scanc::dsl;
 
 namespace {
 
-double best_seconds(const std::function<void()>& fn, double budget = 1.5) {
-    fn();  // warm-up
-    double best = 1e30, spent = 0;
-    for (int i = 0; i < 20 && (i < 3 || spent < budget); ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        fn();
-        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        best = std::min(best, s);
-        spent += s;
-    }
-    return best;
-}
-
-void report(const std::string& name, const std::vector<std::int64_t>& shape, int dim,
-            double bytes, double seconds) {
-    std::string s;
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-    std::printf("{\"case\": \"%s\", \"shape\": \"%s\", \"dim\": %d, \"bytes\": %.0f, "
-                "\"seconds\": %.6g, \"gbps\": %.3f}\n",
-                name.c_str(), s.c_str(), dim, bytes, seconds, bytes / seconds / 1e9);
-    std::fflush(stdout);
-}
-
-// Multi-threaded memcpy of `bytes` (split in equal parts), the ceiling for a scan.
-double copy_seconds(std::size_t bytes, int threads) {
-    Tensor a = Tensor::empty(DType::U8, {static_cast<std::int64_t>(bytes)});
-    Tensor b = Tensor::empty(DType::U8, {static_cast<std::int64_t>(bytes)});
-    std::memset(a.data(), 1, bytes);
-    std::memset(b.data(), 2, bytes);
-    return best_seconds([&] {
-        std::vector<std::thread> ts;
-        for (int p = 1; p < threads; ++p)
-            ts.emplace_back([&, p] {
-                std::size_t lo = bytes * p / threads, hi = bytes * (p + 1) / threads;
-                std::memcpy(static_cast<char*>(b.data()) + lo, static_cast<char*>(a.data()) + lo, hi - lo);
-            });
-        std::memcpy(b.data(), a.data(), bytes / threads);
-        for (auto& t : ts) t.join();
-    });
-}
+struct Options {
+    int threads = cpu_num_threads();
+    bool quick = false;
+    int iters = 0;  // 0: Google Benchmark picks
+};
 
 ProgramRef program(bool affine, int rank, int dim) {
     ProgramBuilder pb(affine ? "affine" : "sum");
@@ -80,65 +52,167 @@ ProgramRef program(bool affine, int rank, int dim) {
     return pb.build(pb.scan(f, {pb.param("x", DType::F32, shape)}, dim));
 }
 
-void bench_scan(bool affine, std::vector<std::int64_t> shape, int dim, int threads, bool ordered) {
-    int leaves = affine ? 2 : 1;
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+    std::string s;
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    return s;
+}
+
+// Inputs and the compiled scan of the current case; one case is alive at a time (the largest
+// take 512 MiB of inputs).
+struct ScanCase {
+    std::string key;
     std::vector<Tensor> inputs;
     std::vector<TensorView> views;
-    for (int i = 0; i < leaves; ++i) {
+    std::unique_ptr<Executable> exe;
+};
+
+ScanCase& scan_case(bool affine, const std::vector<std::int64_t>& shape, int dim) {
+    static ScanCase c;
+    std::string key = std::to_string(affine) + shape_text(shape) + "/" + std::to_string(dim);
+    if (c.key == key) return c;
+    c = ScanCase{key, {}, {}, nullptr};
+    for (int i = 0; i < (affine ? 2 : 1); ++i) {
         Tensor t = Tensor::empty(DType::F32, shape);
         auto* p = static_cast<float*>(t.data());
-        for (std::int64_t j = 0; j < t.numel(); ++j) p[j] = i == 0 && affine ? 0.999f : 1e-3f * (j % 7);
-        inputs.push_back(t);
-        views.push_back(t.view());
+        for (std::int64_t j = 0, n = t.numel(); j < n; ++j)
+            p[j] = i == 0 && affine ? 0.999f : 1e-3f * (j % 7);
+        c.inputs.push_back(t);
+        c.views.push_back(t.view());
     }
-    auto exe = CpuBackend().compile(program(affine, static_cast<int>(shape.size()), dim));
+    c.exe = CpuBackend().compile(program(affine, static_cast<int>(shape.size()), dim));
+    return c;
+}
+
+void scan_bench(benchmark::State& state, bool affine, std::vector<std::int64_t> shape, int dim,
+                int threads, bool ordered, bool once) {
+    ScanCase& c = scan_case(affine, shape, dim);
     RunOptions o;
     o.num_threads = threads;
     o.ordered = ordered;
-    double s = best_seconds([&] { exe->run(views, o); });
-    double bytes = 2.0 * leaves * inputs[0].numel() * 4;
-    report(std::string(affine ? "affine" : "sum") + (ordered ? "_ordered" : ""), shape, dim, bytes, s);
+    if (once) c.exe->run(c.views, o);  // warm-up for --iters (first-touch page faults)
+    for (auto _ : state) c.exe->run(c.views, o);
+    double bytes = 2.0 * static_cast<double>(c.views.size()) * c.inputs[0].numel() * 4;
+    state.counters["bytes"] = bytes;
+    state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+}
+
+// Multi-threaded memcpy of `bytes` (split in equal parts), the ceiling for a scan. The helper
+// threads live for the whole benchmark and meet the caller at a barrier per run, so small
+// copies are not timed with thread start-up.
+void copy_bench(benchmark::State& state, std::size_t bytes, int threads) {
+    std::vector<char> a(bytes, 1), b(bytes, 2);
+    auto part = [&](int p) {
+        std::size_t lo = bytes * p / threads, hi = bytes * (p + 1) / threads;
+        std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
+    };
+    std::barrier<> start(threads), done(threads);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> helpers;
+    for (int p = 1; p < threads; ++p)
+        helpers.emplace_back([&, p] {
+            for (start.arrive_and_wait(); !stop; start.arrive_and_wait()) {
+                part(p);
+                done.arrive_and_wait();
+            }
+        });
+    for (auto _ : state) {
+        start.arrive_and_wait();
+        part(0);
+        done.arrive_and_wait();
+        benchmark::DoNotOptimize(b.data());
+    }
+    stop = true;
+    start.arrive_and_wait();
+    for (auto& t : helpers) t.join();
+    state.counters["bytes"] = 2.0 * static_cast<double>(bytes);
+    state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * state.iterations());
+}
+
+void configure(benchmark::internal::Benchmark* b, const Options& opt) {
+    b->UseRealTime()->Unit(benchmark::kMillisecond);
+    if (opt.iters > 0) {
+        b->Iterations(opt.iters);  // the scan case runs once more untimed, as its warm-up
+        return;
+    }
+    b->MinWarmUpTime(0.05)->MinTime(opt.quick ? 0.1 : 0.2)->Repetitions(opt.quick ? 3 : 5);
+    b->ReportAggregatesOnly(true);
+    b->ComputeStatistics("best", [](const std::vector<double>& v) {
+        return *std::min_element(v.begin(), v.end());
+    });
+}
+
+void add_scan(const std::string& name, std::vector<std::int64_t> shape, int dim,
+              const Options& opt) {
+    bool affine = name.rfind("affine", 0) == 0;
+    bool ordered = name.find("_ordered") != std::string::npos;
+    auto run = [=](benchmark::State& s) {
+        scan_bench(s, affine, shape, dim, opt.threads, ordered, opt.iters > 0);
+    };
+    std::string full = name + "/" + shape_text(shape) + "/" + std::to_string(dim);
+    configure(benchmark::RegisterBenchmark(full.c_str(), run), opt);
+}
+
+void add_copy(std::size_t bytes, const Options& opt) {
+    auto run = [=](benchmark::State& s) { copy_bench(s, bytes, opt.threads); };
+    std::string full = "memcpy/" + std::to_string(bytes) + "/0";
+    configure(benchmark::RegisterBenchmark(full.c_str(), run), opt);
+}
+
+// Each scan right after the memcpy of its bytes, so that the two see the same machine load.
+void add_all(const Options& opt) {
+    const std::int64_t big = std::int64_t{1} << 26, side = 4096;
+    for (const char* c : {"sum", "affine"}) {
+        std::size_t copied = std::size_t{big} * 4 * (c[0] == 'a' ? 2 : 1);
+        add_copy(copied, opt);
+        add_scan(c, {big}, 0, opt);
+        add_copy(copied / 4, opt);
+        add_scan(c, {side, side}, 1, opt);
+        add_scan(c, {side, side}, 0, opt);
+    }
+    if (opt.quick) return;
+    add_copy(std::size_t{big} * 4, opt);
+    add_scan("sum_ordered", {big}, 0, opt);
+    add_scan("sum_ordered", {side, side}, 1, opt);
+    add_scan("sum_ordered", {side, side}, 0, opt);
+    for (int k = 10; k <= 26; k += 2) {
+        add_copy((std::size_t{1} << k) * 4, opt);
+        add_scan("sum", {std::int64_t{1} << k}, 0, opt);
+        add_copy((std::size_t{1} << k) * 8, opt);
+        add_scan("affine", {std::int64_t{1} << k}, 0, opt);
+    }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    int threads = cpu_num_threads();
-    bool quick = false;
+    Options opt;
+    std::vector<char*> rest{argv[0]};
+    std::vector<std::string> one;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-        if (!std::strcmp(argv[i], "--quick")) quick = true;
-        // One case only (for profiling): --one sum|affine[_ordered] DIM N[xM].
-        if (!std::strcmp(argv[i], "--one") && i + 3 < argc) {
-            bool affine = !std::strncmp(argv[i + 1], "affine", 6);
-            bool ordered = std::strstr(argv[i + 1], "_ordered") != nullptr;
-            int dim = std::atoi(argv[i + 2]);
-            std::vector<std::int64_t> shape;
-            for (char* p = argv[i + 3]; *p;) {
-                shape.push_back(std::strtoll(p, &p, 10));
-                if (*p == 'x') ++p;
-            }
-            bench_scan(affine, shape, dim, threads, ordered);
-            return 0;
+        if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) opt.threads = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--quick")) opt.quick = true;
+        else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) opt.iters = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--one") && i + 3 < argc)
+            one = {argv[i + 1], argv[i + 2], argv[i + 3]}, i += 3;
+        else rest.push_back(argv[i]);
+    }
+    if (!one.empty()) {
+        std::vector<std::int64_t> shape;
+        for (const char* p = one[2].c_str(); *p;) {
+            char* end = nullptr;
+            shape.push_back(std::strtoll(p, &end, 10));
+            p = *end == 'x' ? end + 1 : end;
+            if (end == p && *p) break;
         }
+        add_scan(one[0], shape, std::atoi(one[1].c_str()), opt);
+    } else {
+        add_all(opt);
     }
-    const std::int64_t big = std::int64_t{1} << 26, side = 4096;
-    for (std::size_t bytes : {std::size_t{big} * 8, std::size_t{big} * 16})
-        report("memcpy", {static_cast<std::int64_t>(bytes)}, 0, 2.0 * bytes, copy_seconds(bytes, threads));
-    for (bool affine : {false, true}) {
-        bench_scan(affine, {big}, 0, threads, false);
-        bench_scan(affine, {side, side}, 1, threads, false);
-        bench_scan(affine, {side, side}, 0, threads, false);
-    }
-    if (quick) return 0;
-    bench_scan(false, {big}, 0, threads, true);
-    bench_scan(false, {side, side}, 1, threads, true);
-    bench_scan(false, {side, side}, 0, threads, true);
-    for (int k = 10; k <= 26; k += 2) {
-        bench_scan(false, {std::int64_t{1} << k}, 0, threads, false);
-        bench_scan(true, {std::int64_t{1} << k}, 0, threads, false);
-        std::size_t bytes = (std::size_t{1} << k) * 8;
-        report("memcpy", {static_cast<std::int64_t>(bytes)}, 0, 2.0 * bytes, copy_seconds(bytes, threads));
-    }
+    int n = static_cast<int>(rest.size());
+    benchmark::Initialize(&n, rest.data());
+    if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
     return 0;
 }

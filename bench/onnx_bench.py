@@ -8,7 +8,6 @@ Each model is exported with `scanc lower --size SYM=S --emit onnx`, run on the s
 inputs, and timed as the median of repeated runs after a warm-up (about 1 s per point)."""
 import argparse
 import json
-import re
 import subprocess
 import tempfile
 import time
@@ -57,13 +56,12 @@ def onnx_time(scanc, example, sym, s, inputs, threads, *options):
 def scanc_time(scanc, example, sym, s, others, backend):
     sizes = ",".join(f"{k}={v}" for k, v in {**others, sym: s}.items())
     r = subprocess.run([scanc, "bench", REPO / "examples" / f"{example}.scan", "--random", sizes,
-                        "--backend", backend], capture_output=True, text=True)
-    m = re.search(r"median ([\d.]+) (us|ms|s)\b", r.stdout)
-    used = re.search(r"\) on (\w+)", r.stdout)
-    if not m:  # a failed tolerance check still prints the time; the check is bench's job
+                        "--backend", backend, "--json"], capture_output=True, text=True)
+    try:  # a failed tolerance check still reports the time (exit 1); the check is bench's job
+        report = json.loads(r.stdout)
+    except json.JSONDecodeError:
         return None, backend
-    seconds = float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
-    return seconds, used.group(1) if used else backend
+    return report["median_seconds"], report["backend"]
 
 
 def svg_plot(rows, path):

@@ -1,12 +1,16 @@
 """scanc.torch on CUDA (issue 6): the CPU tests' checks on CUDA tensors, then the issue's
 reproducers and the DESIGN §7 shapes timed against torch.compile of PyTorch's own
-associative_scan (static; pointwise mode) and torch.cumsum. Needs scanc built with CUDA and a
-CUDA build of torch. GB/s counts inputs read once + outputs written once.
+associative_scan (static; pointwise mode) and torch.cumsum, then the per-call overhead of small
+calls. Needs scanc built with CUDA and a CUDA build of torch. GB/s counts inputs read once +
+outputs written once.
 
-usage: python3 bench/torch_gpu.py [OUT.md]
+usage: python3 bench/torch_gpu.py [OUT.md] [--checks-only] [--overhead-only] [--device cpu]
+  --checks-only    the checks, no timings
+  --overhead-only  only the per-call overhead table (with --device cpu: no GPU needed)
 """
 import os
 import sys
+import time
 
 import torch
 import torch._dynamo.testing
@@ -18,7 +22,7 @@ import scanc.torch as st  # noqa: E402
 import torch_scan_loops as loops  # noqa: E402
 from gpu_peers import median_time  # noqa: E402  (bench/: CUDA-event median)
 
-DEV = "cuda"
+DEV = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cuda"
 
 
 def check(name, ok):
@@ -117,6 +121,11 @@ def torch_op_lowering() -> bool:
     w = torch.randn(3, 50, device=DEV)
     ok &= check("torch's pointwise op exported on CUDA, lowered, runs",
                 close(low.module()(w), TorchModel()(w), atol=1e-5))
+    v = torch.randn(3, 67, device=DEV)  # a static length: work-efficient (odd/even)
+    low = st.lower_associative_scans(torch.export.export(TorchModel(), (v,)),
+                                     algorithm="work-efficient")
+    ok &= check("the same, static length 67, work-efficient lowering",
+                close(low.module()(v), TorchModel()(v), atol=1e-5))
     return ok
 
 
@@ -138,6 +147,7 @@ CASES = [  # name, combine, shape, dim, dtype
 def timing() -> list[str]:
     rows = ["| case | scanc eager | scanc compile(dynamic) | torch.compile static | cumsum |",
             "| --- | --- | --- | --- | --- |"]
+    print("\n".join(rows), flush=True)
     fns = {"sum": loops.add, "prod": loops.mul, "affine": loops.affine}
     for name, kind, shape, dim, dtype in CASES:
         n = 2 if kind == "affine" else 1
@@ -175,11 +185,77 @@ def correctness() -> bool:
     return ok
 
 
+def per_call_us(fn, calls=400, batches=9):
+    """Microseconds per call of fn() in a loop: the least over batches (interference only adds
+    time). CPU: this thread's CPU time, which other processes on a shared machine do not
+    inflate (overhead() runs torch and scanc on this one thread); CUDA: wall time to the end of
+    the batch's GPU work."""
+    for _ in range(50):
+        fn()
+    cuda = DEV == "cuda"
+    clock = time.perf_counter_ns if cuda else time.thread_time_ns
+    best = float("inf")
+    for _ in range(batches):
+        if cuda:
+            torch.cuda.synchronize()
+        start = clock()
+        for _ in range(calls):
+            fn()
+        if cuda:
+            torch.cuda.synchronize()
+        best = min(best, (clock() - start) / calls / 1e3)
+    return best
+
+
+def overhead() -> list[str]:
+    """Per-call time of small scans (4x8 f32), where the call's fixed cost is everything."""
+    if DEV == "cpu":
+        torch.set_num_threads(1)  # scanc takes torch's thread count: both run on this thread
+    gen = torch.Generator().manual_seed(0)
+    x, a = torch.randn(4, 8, generator=gen).to(DEV), torch.rand(4, 8, generator=gen).to(DEV)
+    tau = (torch.rand(4, generator=gen) + 0.5).to(DEV)
+    xg = x.clone().requires_grad_()
+
+    def closure(v, t):
+        return st.associative_scan(lambda p, q: t * torch.logaddexp(p / t, q / t), v, 1,
+                                   reverse=True)
+
+    def compiled(fn):
+        return torch.compile(fn, dynamic=True, fullgraph=True)
+
+    sum_c = compiled(lambda v: st.associative_scan(loops.add, v, 0))
+    closure_c = compiled(closure)
+    cumsum_c = compiled(lambda v: v.cumsum(0))
+    calls = [
+        ("torch.cumsum (floor)", lambda: x.cumsum(0)),
+        ("sum dim 0", lambda: st.associative_scan(loops.add, x, 0)),
+        ("affine dim 1 (2 leaves)", lambda: st.associative_scan(loops.affine, (a, x), 1)),
+        ("smooth max dim 1 reverse (captured tau)", lambda: closure(x, tau)),
+        ("sum dim 0, forward + backward",
+         lambda: st.associative_scan(loops.add, xg, 0).sum().backward()),
+        ("torch.compile(dynamic) of cumsum (floor)", lambda: cumsum_c(x)),
+        ("sum dim 0, compile(dynamic)", lambda: sum_c(x)),
+        ("smooth max, compile(dynamic)", lambda: closure_c(x, tau)),
+    ]
+    rows = [f"| 4x8 f32 on {DEV} | us per call |", "| --- | --- |"]
+    print("\n".join(rows), flush=True)
+    for name, fn in calls:
+        rows.append(f"| {name} | {per_call_us(fn):.1f} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
 if __name__ == "__main__":
-    ok = correctness()
-    table = timing()
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as out:
-            out.write("\n".join(table) + "\n")
-    print("\n".join(table))
+    ok = True
+    table = []
+    if "--overhead-only" not in sys.argv:
+        ok = correctness()
+        if "--checks-only" not in sys.argv:
+            table = timing()
+    if "--checks-only" not in sys.argv:
+        table += [""] + overhead()
+    out = [a for a in sys.argv[1:] if a.endswith(".md")]
+    if out:
+        with open(out[0], "w") as f:
+            f.write("\n".join(table) + "\n")
     sys.exit(0 if ok else 1)

@@ -146,6 +146,14 @@ class Module:
         return self._core.run(program, arrays, backend, framework or "numpy", num_threads,
                               ordered, stream)
 
+    def run_tensors(self, program: str, inputs: list[Any], *, backend: str, framework: str,
+                    num_threads: int = 0, stream: int = 0) -> tuple[Any, ...]:
+        """run() without its conveniences, for a hot path that already holds one DLPack
+        tensor or capsule per parameter (scanc.torch): no Python numbers, no program-name
+        inference, no framework sniffing. Outputs go to `framework` ("torch", "numpy", ...;
+        "dlpack" hands back bare DLPack capsules)."""
+        return self._core.run(program, inputs, backend, framework, num_threads, False, stream)
+
     def lower(self, program: str | None = None, *, algorithm: str = "auto",
               bounds: dict[str, int] | None = None, sizes: dict[str, int] | None = None,
               emit: str = "scan", native_cumsum: bool = False) -> str | bytes:

@@ -3,6 +3,7 @@ the same recurrence written as a plain loop in float64 (int64 for integers)."""
 from dataclasses import dataclass
 from typing import Callable
 
+import json
 import os
 
 import numpy as np
@@ -231,3 +232,15 @@ def test_bench_checks_against_the_reference_and_reports_bandwidth():
     assert proc.returncode == 0, proc.stderr
     assert "GB/s" in proc.stdout
     assert "time: best" in proc.stdout
+
+
+def test_bench_json_reports_the_same_measurement_for_scripts():
+    proc = scanc("bench", EXAMPLES / "cumsum.scan", "--random", "N=10,T=100", "--seconds", "0.1",
+                 "--backend", "cpu", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["backend"] == "cpu" and report["sizes"] == {"N": 10, "T": 100}
+    assert report["input_bytes"] == report["output_bytes"] == 4000  # f32[N, T] in and out
+    assert report["ok"] and [c["mismatches"] for c in report["checks"]] == [0]
+    assert report["runs"] >= 3 and 0 < report["best_seconds"] <= report["median_seconds"]
+    assert report["best_gbps"] * 1e9 * report["best_seconds"] == pytest.approx(8000)

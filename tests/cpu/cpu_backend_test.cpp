@@ -12,27 +12,6 @@ namespace {
 
 using namespace scanc::dsl;
 
-CombineRef sum_combine() {
-    return trace_combine("sum", 1, 0, [](auto& l, auto& r, auto&) { return Exprs{l[0] + r[0]}; });
-}
-CombineRef affine_combine() {
-    return trace_combine("affine", 2, 0, [](auto& l, auto& r, auto&) {
-        return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
-    });
-}
-
-// scan `combine` over params of `dtype` and a symbolic shape of `rank` along `dim`.
-ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim,
-                        bool reverse = false) {
-    ProgramBuilder pb("p");
-    Shape shape;
-    for (int k = 0; k < rank; ++k) shape.push_back(pb.symbol(cat("S", k)));
-    Exprs leaves;
-    for (int i = 0; i < combine->num_leaves(); ++i)
-        leaves.push_back(pb.param(cat("x", i), dtype, shape));
-    return pb.build(pb.scan(combine, leaves, dim, reverse));
-}
-
 void expect_matches(const ProgramRef& p, const Inputs& in, int threads, bool bitwise,
                     const std::string& what) {
     auto expected = run_reference(p, in);

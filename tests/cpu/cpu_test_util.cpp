@@ -99,4 +99,30 @@ std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, 
     return "";
 }
 
+CombineRef sum_combine() {
+    using dsl::Exprs;
+    return dsl::trace_combine("sum", 1, 0,
+                              [](auto& l, auto& r, auto&) { return Exprs{l[0] + r[0]}; });
+}
+
+CombineRef affine_combine() {
+    using dsl::Exprs;
+    return dsl::trace_combine("affine", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
+    });
+}
+
+ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim, bool reverse,
+                        bool epilogue) {
+    dsl::ProgramBuilder pb("p");
+    Shape shape;
+    for (int k = 0; k < rank; ++k) shape.push_back(pb.symbol(cat("S", k)));
+    dsl::Exprs leaves;
+    for (int i = 0; i < combine->num_leaves(); ++i)
+        leaves.push_back(pb.param(cat("x", i), dtype, shape));
+    dsl::Exprs outs = pb.scan(combine, leaves, dim, reverse);
+    if (epilogue) outs = {outs[0] * outs[0] - outs[0]};
+    return pb.build(outs);
+}
+
 }  // namespace scanc::cpu_test

@@ -38,4 +38,13 @@ std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, 
 // Default relative tolerance for reassociated float results of dtype t.
 double tolerance(DType t);
 
+CombineRef sum_combine();
+// Two leaves, not commutative; exact (wrapping) on integers.
+CombineRef affine_combine();
+
+// scan `combine` over params of `dtype` and a symbolic shape of `rank` along `dim`; with
+// `epilogue`, the first result is returned as y*y - y (fused: stored by the epilogue).
+ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim,
+                        bool reverse = false, bool epilogue = false);
+
 }  // namespace scanc::cpu_test

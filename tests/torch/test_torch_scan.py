@@ -9,6 +9,7 @@ import torch._dynamo.testing
 
 import scanc.torch as st
 import torch_scan_loops as loops
+from lower_models import ScancOpModel  # an affine scan, then a reverse smooth max over tau.exp()
 
 SIZES = [0, 1, 2, 7, 17, 33, 127, 5003]
 
@@ -126,18 +127,60 @@ def test_static_compile_gives_the_same_results():
     torch.testing.assert_close(fn(x, tau), model_with_an_in_graph_closure(x, tau))
 
 
+def test_scanc_op_nodes_format_on_one_line_in_the_graphs_inductor_compiles():
+    # Inductor's Triton codegen writes each origin node of a fused kernel (here the kernel that
+    # computes tau.exp() for the scan) with format_node() into a one-line `#` comment of the
+    # wrapper; a newline in an argument ended the comment (IndentationError, torch 2.11 CUDA).
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    fn = torch.compile(model_with_an_in_graph_closure, dynamic=True, fullgraph=True,
+                       backend=aot_autograd(fw_compiler=record, bw_compiler=record))
+    x, tau = randn(3, 9).requires_grad_(), randn(3, seed=1).requires_grad_()
+    fn(x, tau).sum().backward()
+    ops = [n for gm in graphs for n in gm.graph.nodes
+           if n.op == "call_function" and "scanc" in str(n.target)]
+    assert {str(n.target) for n in ops} == {"scanc.associative_scan.default",
+                                            "scanc.associative_scan_backward.default"}
+    for n in ops:
+        assert "\n" not in n.format_node(include_tensor_metadata=True)
+    expected = torch.autograd.grad(model_with_an_in_graph_closure(x, tau).sum(), (x, tau))
+    torch.testing.assert_close((x.grad, tau.grad), expected)
+
+
+def test_graph_tracers_record_the_op_that_plain_eager_calls_skip(monkeypatch):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    import scanc.torch.op as op_module
+
+    x = randn(3, 17)
+    gm = make_fx(lambda v: st.associative_scan(loops.add, v, 1))(x)
+    assert "scanc.associative_scan.default" in [str(n.target) for n in gm.graph.nodes]
+    torch.testing.assert_close(gm(randn(3, 17, seed=1)), randn(3, 17, seed=1).cumsum(1))
+
+    calls = []
+    monkeypatch.setattr(op_module, "scan_op", lambda *args: calls.append(args))
+    for v in (x, x.clone().requires_grad_()):  # without and with autograd
+        torch.testing.assert_close(st.associative_scan(loops.add, v, 1), x.cumsum(1))
+    assert calls == []
+
+
+def test_the_multi_line_program_text_of_earlier_exports_still_runs():
+    x = randn(2, 11)
+    text = "combine combine_fn(l0 | r0) {\n  t0 = l0 + r0\n  return t0\n}\n"
+    (y,) = st.scan_op(text, [x], [], 1, False)
+    torch.testing.assert_close(y, x.cumsum(1))
+
+
 # ---- torch.export ----
 
-class AffineThenSmoothMax(torch.nn.Module):
-    def forward(self, x, tau):
-        t = tau.exp()
-        _, h = st.associative_scan(loops.affine, (torch.sigmoid(x), x), 1)
-        return st.associative_scan(lambda a, b: t * torch.logaddexp(a / t, b / t), h, 1,
-                                   reverse=True)
-
-
 def test_an_exported_program_survives_save_and_load_and_runs_other_lengths():
-    model = AffineThenSmoothMax()
+    model = ScancOpModel()
     x, tau = randn(3, 10), randn(3, seed=1)
     length = torch.export.Dim("L", min=2, max=4096)
     ep = torch.export.export(model, (x, tau), dynamic_shapes={"x": {1: length}, "tau": None})

@@ -2,12 +2,16 @@
 // the reference executor, and reports the time and the achieved bandwidth
 //   GB/s = (bytes of all inputs read once + all outputs written once) / time.
 // Timing: one or two warm-up runs, then runs until about 1.5 s (--seconds) have passed; best and
-// median are printed.
+// median are printed, as text or (--json) as one JSON object for scripts.
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <span>
 
 #include "cli.h"
 
@@ -16,6 +20,30 @@ namespace {
 
 struct BenchArgs : ProgramOptions {
     double seconds = 1.5;
+    bool json = false;
+};
+
+// One result checked against the reference executor.
+struct Check {
+    std::string label;
+    Comparison comparison;
+};
+
+// Everything a bench run found; printed as text or JSON.
+struct BenchReport {
+    std::string program, file, backend;
+    std::map<std::string, std::int64_t> sizes;
+    std::uint64_t seed = 0;
+    std::int64_t input_bytes = 0, output_bytes = 0;
+    std::vector<Check> checks;  // empty on the reference backend (it is the spec)
+    std::vector<double> seconds;  // sorted
+    bool ok() const {
+        return std::all_of(checks.begin(), checks.end(),
+                           [](const Check& c) { return c.comparison.mismatches == 0; });
+    }
+    double bytes() const { return static_cast<double>(input_bytes + output_bytes); }
+    double best() const { return seconds.front(); }
+    double median() const { return seconds[seconds.size() / 2]; }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -55,69 +83,111 @@ std::string gbps(double bytes, double s) {
     return buf;
 }
 
-// Compares every result with the reference executor's; prints one line per result.
-bool verify_against_reference(const ProgramRef& program, std::span<const TensorView> inputs,
-                              const std::vector<Tensor>& results) {
+// Compares every result with the reference executor's.
+std::vector<Check> check_against_reference(const ProgramRef& program,
+                                           std::span<const TensorView> inputs,
+                                           const std::vector<Tensor>& results) {
     std::vector<Tensor> want = compile(program, "reference")->run(inputs);
-    bool all_ok = true;
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        Comparison c = compare(results[i], want[i]);
+    std::vector<Check> checks;
+    for (std::size_t i = 0; i < results.size(); ++i)
+        checks.push_back({result_label(*program, i), compare(results[i], want[i])});
+    return checks;
+}
+
+void print_text(const BenchReport& r, const Program& program) {
+    std::cout << r.program << " (" << r.file << ") on " << r.backend << ", "
+              << sizes_str(program, r.sizes) << ", seed " << r.seed << "\n"
+              << "  data: inputs " << size_str(r.input_bytes) << " + outputs "
+              << size_str(r.output_bytes) << "\n";
+    if (r.backend == "reference") std::cout << "  check: the reference executor is the spec\n";
+    for (const Check& check : r.checks) {
+        const Comparison& c = check.comparison;
         char line[200], tolerance[96] = "exact";
         if (c.rtol > 0)
             std::snprintf(tolerance, sizeof tolerance, "tol %.0e x (|ref| + mean |ref| %.3g)",
                           c.rtol, c.mean_magnitude);
         std::snprintf(line, sizeof line, "max abs err %.3g, max rel err %.3g (%s)", c.max_abs,
                       c.max_rel, tolerance);
-        std::cout << "  check " << result_label(*program, i) << " vs reference: " << line
+        std::cout << "  check " << check.label << " vs reference: " << line
                   << (c.mismatches ? "" : ": OK") << "\n";
-        if (c.mismatches) {
+        if (c.mismatches)
             std::cout << "    FAILED: " << c.mismatches << " element(s) out of tolerance, first "
                       << c.first_mismatch << "\n";
-            all_ok = false;
-        }
     }
-    return all_ok;
+    auto runs = r.seconds.size();
+    std::cout << "  time: best " << time_str(r.best()) << ", median " << time_str(r.median())
+              << " over " << runs << " run" << (runs == 1 ? "" : "s") << "\n"
+              << "  bandwidth: " << gbps(r.bytes(), r.best()) << " best, "
+              << gbps(r.bytes(), r.median()) << " median\n";
+}
+
+void print_json(const BenchReport& r) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const Check& check : r.checks) {
+        const Comparison& c = check.comparison;
+        checks.push_back({{"result", check.label},
+                          {"max_abs_err", c.max_abs},
+                          {"max_rel_err", c.max_rel},
+                          {"rtol", c.rtol},
+                          {"mismatches", c.mismatches},
+                          {"first_mismatch", c.first_mismatch}});
+    }
+    nlohmann::json out = {
+        {"program", r.program},
+        {"file", r.file},
+        {"backend", r.backend},
+        {"sizes", r.sizes},
+        {"seed", r.seed},
+        {"input_bytes", r.input_bytes},
+        {"output_bytes", r.output_bytes},
+        {"checks", checks},
+        {"ok", r.ok()},
+        {"runs", r.seconds.size()},
+        {"best_seconds", r.best()},
+        {"median_seconds", r.median()},
+        {"best_gbps", r.bytes() / r.best() / 1e9},
+        {"median_gbps", r.bytes() / r.median() / 1e9},
+    };
+    std::cout << out.dump(2) << "\n";
 }
 
 int bench(const BenchArgs& args) {
     Module module = load_module(args.file);
     ProgramRef program = module.program(args.program);
-    auto sizes = parse_sizes(args.random);
-    std::vector<Tensor> inputs = random_inputs(*program, sizes, args.seed);
+    BenchReport report;
+    report.program = program->name;
+    report.file = args.file;
+    report.sizes = parse_sizes(args.random);
+    report.seed = args.seed;
+    report.backend = args.backend == "auto" ? default_backend() : args.backend;
+    std::vector<Tensor> inputs = random_inputs(*program, report.sizes, args.seed);
     std::vector<TensorView> views = views_of(inputs);
-    std::string backend = args.backend == "auto" ? default_backend() : args.backend;
-    auto exe = compile(program, backend);
-
-    std::cout << program->name << " (" << args.file << ") on " << backend << ", "
-              << sizes_str(*program, sizes) << ", seed " << args.seed << "\n";
+    auto exe = compile(program, report.backend);
 
     std::vector<Tensor> results;
     RunOptions options = args.run_options();
     double estimate = seconds_of(*exe, views, options, &results);  // the first run may compile
     if (estimate < args.seconds) estimate = seconds_of(*exe, views, options);  // steady state
-    double bytes = static_cast<double>(bytes_of(inputs) + bytes_of(results));
-    std::cout << "  data: inputs " << size_str(bytes_of(inputs)) << " + outputs "
-              << size_str(bytes_of(results)) << "\n";
-    bool ok = backend == "reference" || verify_against_reference(program, views, results);
-    if (backend == "reference") std::cout << "  check: the reference executor is the spec\n";
+    report.input_bytes = bytes_of(inputs);
+    report.output_bytes = bytes_of(results);
+    if (report.backend != "reference")
+        report.checks = check_against_reference(program, views, results);
 
     // Timed runs until about `seconds` have passed: at least 3, or 1 if one run takes longer.
-    std::vector<double> times;
     double total = 0;
     std::size_t min_runs = estimate < args.seconds ? 3 : 1;
-    while (times.size() < 100000 && (total < args.seconds || times.size() < min_runs)) {
-        times.push_back(seconds_of(*exe, views, options));
-        total += times.back();
+    while (report.seconds.size() < 100000 &&
+           (total < args.seconds || report.seconds.size() < min_runs)) {
+        report.seconds.push_back(seconds_of(*exe, views, options));
+        total += report.seconds.back();
     }
-    auto runs = times.size();
-    std::sort(times.begin(), times.end());
-    double best = times.front(), median = times[times.size() / 2];
-    std::cout << "  time: best " << time_str(best) << ", median " << time_str(median) << " over "
-              << runs << " run" << (runs == 1 ? "" : "s") << "\n"
-              << "  bandwidth: " << gbps(bytes, best) << " best, " << gbps(bytes, median)
-              << " median\n";
-    if (!ok) std::cerr << "error: results differ from the reference executor\n";
-    return ok ? 0 : 1;
+    std::sort(report.seconds.begin(), report.seconds.end());
+    if (args.json)
+        print_json(report);
+    else
+        print_text(report, *program);
+    if (!report.ok()) std::cerr << "error: results differ from the reference executor\n";
+    return report.ok() ? 0 : 1;
 }
 
 }  // namespace
@@ -135,6 +205,7 @@ Command add_bench_command(CLI::App& parent) {
     app->add_option("--seconds", args->seconds, "about how long the timed runs take")
         ->capture_default_str()
         ->check(CLI::Range(0.0, 600.0));
+    app->add_flag("--json", args->json, "print the report as one JSON object");
     return {app, [args] { return bench(*args); }};
 }
 

@@ -10,8 +10,8 @@ and works in eager, under torch.compile (dynamic=True or False, no graph break) 
 torch.export, on CPU and CUDA tensors, through the torch.library op scanc::associative_scan.
 
 lower_associative_scans replaces PyTorch's associative_scan higher-order op and scanc's op in an
-exported program by slice/cat/elementwise aten ops (Hillis-Steele), for export to ONNX and other
-runtimes that have no scan.
+exported program by slice/cat/elementwise aten ops (Hillis-Steele, or work-efficient odd/even for
+static lengths), for export to ONNX and other runtimes that have no scan.
 """
 
 from .lower import lower_associative_scans

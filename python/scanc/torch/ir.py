@@ -9,7 +9,8 @@ object: memo tables keyed by node identity give common-subexpression elimination
 The smart constructors (`make`) fold constants and drop additions of 0 and products with 0 or 1,
 which keeps derivatives small and never turns a symbolic zero into `0 * inf = nan`.
 
-`parse_combine` reads the combine text the tracer writes (one operation per statement);
+`parse_combine` reads the combine text the tracer writes (one operation per statement;
+`combine_text` turns the tracer's one-line form into .scan text);
 `print_statements` writes nodes back as .scan statements; `evaluate` runs nodes with any
 backend (eager torch, an FX graph) given one function per operation.
 """
@@ -169,9 +170,22 @@ def _split_args(text: str) -> list[str]:
     return [t for t in (s.strip() for s in text.split(",")) if t]
 
 
+def combine_text(program: str) -> str:
+    """The .scan text of a combine as scanc's op carries it: one line with statements separated
+    by `;` (see trace.py), turned into one statement per line. Text that already has several
+    lines (programs exported before the one-line form) is returned as it is."""
+    if "\n" in program:
+        return program
+    head, _, body = program.partition("{")
+    statements = [s.strip() for s in body.rpartition("}")[0].split(";")]
+    return head + "{\n" + "".join(f"  {s}\n" for s in statements if s) + "}\n"
+
+
 def parse_combine(text: str) -> Combine:
-    """Reads combine text in the form the tracer writes (see trace.py): a header, statements
-    `tK = a OP b`, `tK = - a`, `tK = not a`, `tK = fn(a, ...)`, `tK = f32(a)`, and a return."""
+    """Reads combine text in the form the tracer writes (see trace.py; one line or several): a
+    header, statements `tK = a OP b`, `tK = - a`, `tK = not a`, `tK = fn(a, ...)`,
+    `tK = f32(a)`, and a return."""
+    text = combine_text(text)
     header = _HEADER.search(text)
     if header is None:
         raise ValueError(f"not a combine written by scanc.torch:\n{text}")

@@ -4,18 +4,16 @@ ops, for ONNX, TensorRT and other runtimes that have no scan (DESIGN §6).
 Replaced: PyTorch's higher-order op `torch.ops.higher_order.associative_scan(combine_graph, xs,
 additional_inputs)` (what associative_scan's pointwise mode captures; it always scans dim 0,
 forward; its combine is an aten graph, translated here into scanc's expression IR) and scanc's
-`scanc::associative_scan` (the combine text travels in the op). Each becomes Hillis-Steele:
-ceil(log2 M) levels, level k computing y = cat(y[:k], f(y[:-k], y[k:])) (reverse: the same on
-the flipped sequence, flipped back).
-No identity element and no padding (no ones_like/zeros_like). M is the length when it is static;
-for a dynamic length it is the bound (`bounds`, else the exported range constraint): slices
-clamp, so a level with k >= S is a no-op and one graph serves every S <= M.
+`scanc::associative_scan` (the combine text travels in the op). Each becomes Hillis-Steele or
+work-efficient odd/even (lower_algorithms.py; "auto": work-efficient for static lengths above
+64). No identity element and no padding (no ones_like/zeros_like). A dynamic length lowers with
+Hillis-Steele up to its bound (`bounds`, else the exported range constraint): slices clamp, so
+one graph serves every S <= M.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import operator
 from typing import Any
 
@@ -23,9 +21,10 @@ import torch
 import torch.fx as fx
 
 from . import ir
+from .aten_emit import DTYPE_NAMES
+from .lower_algorithms import ALGORITHMS, CLAMPED, INT_MAX, SAME_SHAPE, lower_scan
 
 aten = torch.ops.aten
-_INT_MAX = 2**63 - 1
 
 # aten op (overload packet) -> scanc op, for combines captured by PyTorch's own op.
 _FROM_ATEN = {
@@ -40,10 +39,6 @@ _FROM_ATEN = {
     aten.maximum: "max", aten.logaddexp: "logaddexp", aten.where: "where",
 }
 _IDENTITY = {aten.clone, aten.alias, aten.detach, aten.contiguous, aten.view_as}
-_DTYPES = {"bool": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
-           "i64": torch.int64, "u8": torch.uint8, "f16": torch.float16,
-           "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}
-_DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
 
 
 def _is_scanc_op(node: fx.Node) -> bool:
@@ -89,7 +84,7 @@ def _translate(n: fx.Node, args: list) -> ir.Node:
         return args[0]
     if packet in (aten._to_copy, torch.ops.prims.convert_element_type):
         dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
-        return ir.make(f"cast:{_DTYPE_NAMES[dtype]}", args[0])
+        return ir.make(f"cast:{DTYPE_NAMES[dtype]}", args[0])
     if packet is aten.rsub:
         return ir.make("-", args[1], args[0])
     if packet is aten.reciprocal:
@@ -113,164 +108,6 @@ def _translate(n: fx.Node, args: list) -> ir.Node:
     return ir.make(op, *args)
 
 
-# ---- ir -> aten nodes ----
-
-class _Emitter:
-    """Creates aten call_function nodes in `graph` for ir operations; operands are fx nodes or
-    Python numbers."""
-
-    def __init__(self, graph: fx.Graph) -> None:
-        self.graph = graph
-
-    def call(self, target, *args, **kwargs) -> fx.Node:
-        return self.graph.call_function(target, args, kwargs)
-
-    def __call__(self, op: str, args: list) -> Any:
-        tensors = [isinstance(a, fx.Node) for a in args]
-        if not any(tensors):
-            folded = ir.make(op, *[ir.const(a) for a in args])
-            if folded.op == "const":
-                return folded.value
-            raise ValueError(f"lower_associative_scans: cannot evaluate `{op}` on constants")
-        if op.startswith("cast:"):
-            return self.call(aten._to_copy.default, args[0], dtype=_DTYPES[op[5:]])
-        if op in _BINARY:
-            return self._binary(op, args[0], args[1], tensors)
-        if op == "where":
-            c, a, b = args
-            if tensors[1] and tensors[2]:
-                return self.call(aten.where.self, c, a, b)
-            if tensors[2]:
-                return self.call(aten.where.ScalarSelf, c, a, b)
-            if tensors[1]:
-                return self.call(aten.where.ScalarOther, c, a, b)
-            return self.call(aten.where.Scalar, c, a, b)
-        if op == "neg":
-            return self.call(aten.neg.default, args[0])
-        if op == "not":
-            return self.call(aten.logical_not.default, args[0])
-        if op == "softplus":
-            return self.call(aten.softplus.default, args[0], 1, 20)
-        if op == "pow":
-            a, b = args
-            if tensors[0] and tensors[1]:
-                return self.call(aten.pow.Tensor_Tensor, a, b)
-            if tensors[0]:
-                return self.call(aten.pow.Tensor_Scalar, a, b)
-            return self.call(aten.pow.Scalar, a, b)
-        if op in ("min", "max") and not all(tensors):
-            t, c = (args[0], args[1]) if tensors[0] else (args[1], args[0])
-            return self.call(aten.clamp_max.default if op == "min" else aten.clamp_min.default,
-                             t, c)
-        if op == "logaddexp":
-            # max(a, b) + log1p(exp(-|a - b|)): exporters expand aten.logaddexp naively into
-            # log(exp(a) + exp(b)), which overflows.
-            a, b = args
-            high = self("max", [a, b])
-            gap = self.call(aten.neg.default, self.call(aten.abs.default, self("-", [a, b])))
-            return self("+", [high, self.call(aten.log1p.default,
-                                              self.call(aten.exp.default, gap))])
-        target = {"min": aten.minimum.default, "max": aten.maximum.default}.get(op)
-        if target is None:
-            target = getattr(aten, op).default
-        return self.call(target, *args)
-
-    def _binary(self, op: str, a, b, tensors: list[bool]) -> fx.Node:
-        if not tensors[0]:  # a constant on the left
-            flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!=",
-                       "+": "+", "*": "*", "&": "&", "|": "|", "^": "^", "and": "and",
-                       "or": "or"}
-            if op in flipped:
-                return self._binary(flipped[op], b, a, [True, False])
-            if op == "-":
-                return self.call(aten.rsub.Scalar, b, a)
-            if op == "/":
-                return self.call(aten.mul.Tensor, self.call(aten.reciprocal.default, b), a)
-            if op == "%":
-                return self.call(aten.remainder.Scalar_Tensor, a, b)
-        overload = "Tensor" if tensors[1] else "Scalar"
-        if op in ("+", "-", "*", "/") and not tensors[1]:
-            overload = "Tensor"  # aten.add.Tensor takes a number as `other` in exported graphs
-        packet = _BINARY[op]
-        return self.call(getattr(packet, overload), a, b)
-
-
-_BINARY = {
-    "+": aten.add, "-": aten.sub, "*": aten.mul, "/": aten.div, "%": aten.remainder,
-    "<": aten.lt, "<=": aten.le, ">": aten.gt, ">=": aten.ge, "==": aten.eq, "!=": aten.ne,
-    "and": aten.logical_and, "or": aten.logical_or, "&": aten.bitwise_and,
-    "|": aten.bitwise_or, "^": aten.bitwise_xor,
-}
-
-
-# ---- Hillis-Steele ----
-
-def _levels(length, bounds) -> int:
-    if isinstance(length, int):
-        bound = length
-    else:
-        expr = length.node.expr
-        bound = None
-        if isinstance(bounds, int):
-            bound = bounds
-        elif bounds:
-            bound = bounds.get(str(expr))
-        if bound is None:
-            upper = length.node.shape_env.bound_sympy(expr).upper
-            try:
-                bound = int(upper)
-            except (TypeError, ValueError, OverflowError, AttributeError):
-                bound = None  # unbounded (int_oo)
-        if bound is None:
-            raise ValueError(f"lower_associative_scans: the scan length {expr} is dynamic and "
-                             f"unbounded; pass bounds={{'{expr}': M}} (or an int) or export with "
-                             f"Dim(..., max=M)")
-    return max(math.ceil(math.log2(bound)), 0) if bound > 1 else 0
-
-
-def _hillis_steele(graph: fx.Graph, comb: ir.Combine, xs: list[fx.Node],
-                   captured: list[fx.Node], dim: int, reverse: bool, levels: int):
-    emit = _Emitter(graph)
-
-    def slice_(t, start, stop):
-        node = emit.call(aten.slice.Tensor, t, dim, start, stop)
-        node.meta[_CLAMPED] = True
-        return node
-
-    def cat(parts):
-        node = emit.call(aten.cat.default, parts, dim)
-        node.meta[_SAME_SHAPE] = True
-        return node
-
-    # Reverse: flip, scan forward, flip back. In flipped order the earlier element is the
-    # later one, which is the left operand either way. (A mirrored scan would slice from the
-    # end, x[-k:], whose clamped length makes exporters' shape reasoning blow up.)
-    y = [emit.call(aten.flip.default, t, [dim]) for t in xs] if reverse else list(xs)
-    for level in range(levels):
-        k = 1 << level
-        head = [slice_(t, 0, k) for t in y]
-        mixed = _apply(emit, comb, [slice_(t, 0, -k) for t in y],
-                       [slice_(t, k, _INT_MAX) for t in y], captured)
-        y = [cat([h, m]) for h, m in zip(head, mixed)]
-    return [emit.call(aten.flip.default, t, [dim]) for t in y] if reverse else y
-
-
-def _apply(emit: _Emitter, comb: ir.Combine, left, right, captured) -> list:
-    def env(v: ir.Node):
-        kind, i = v.value
-        return {"l": left, "r": right, "c": captured}[kind][i]
-
-    results = ir.evaluate(comb.outputs, env, emit)
-    out = []
-    for r, node, like in zip(results, comb.outputs, left):
-        # A result that ignores the running values still covers every element.
-        if not ir.depends_on(node, ("l", "r")):
-            same = emit.call(aten.eq.Tensor, like, like)
-            r = emit("where", [same, r, r])
-        out.append(r)
-    return out
-
-
 # ---- the pass ----
 
 def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
@@ -285,7 +122,7 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
         comb = ir.parse_combine(program)
     length = node.meta["val"][0].shape[dim]  # the scan's own (operands may be new nodes)
     with gm.graph.inserting_before(node):
-        ys = _hillis_steele(gm.graph, comb, xs, captured, dim, reverse, _levels(length, bounds))
+        ys = lower_scan(gm.graph, comb, xs, captured, dim, reverse, length, algorithm, bounds)
     for user in list(node.users):
         if user.op == "call_function" and user.target is operator.getitem:
             user.replace_all_uses_with(ys[user.args[1]])
@@ -309,11 +146,6 @@ def check_lowered(gm: fx.GraphModule) -> None:
             raise RuntimeError(f"lower_associative_scans introduced a pad: {n.format_node()}")
 
 
-# Tags on the nodes the lowering creates, for _propagate_meta.
-_CLAMPED = "scanc_clamped_slice"  # a slice by a constant that clamps: keep its length symbolic
-_SAME_SHAPE = "scanc_same_shape"  # a level's cat: exactly the shape of the level's input
-
-
 def _clamped_length(size, start: int, stop: int):
     """The length of x[start:stop] for a length `size` (an int or a SymInt), without guards:
     Max(0, S - k) for x[:-k] and x[k:], Min(k, S) for x[:k] and x[-k:]."""
@@ -322,7 +154,7 @@ def _clamped_length(size, start: int, stop: int):
     import sympy
 
     expr = size.node.expr
-    if stop == _INT_MAX:
+    if stop == INT_MAX:
         length = sympy.Max(0, expr - start) if start >= 0 else sympy.Min(-start, expr)
     else:
         length = sympy.Min(stop, expr) if stop >= 0 else sympy.Max(0, expr + stop)
@@ -345,14 +177,14 @@ def _propagate_meta(gm: fx.GraphModule) -> None:
         # torch's slice meta decides clamping from the size hint (the example length), which
         # would make a level with k > hint look empty to later passes; compute it instead.
         def run_node(self, n: fx.Node):
-            if n.meta.get(_CLAMPED):
+            if n.meta.get(CLAMPED):
                 x = n.args[0].meta["val"]
                 dim, start, stop = n.args[1:4]
                 shape = list(x.shape)
                 shape[dim] = _clamped_length(shape[dim], start, stop)
                 out = x.new_empty(shape)
-            elif n.meta.get(_SAME_SHAPE):
-                cut = next(p for p in n.args[0] if p.meta.get(_CLAMPED))
+            elif n.meta.get(SAME_SHAPE):
+                cut = next(p for p in n.args[0] if p.meta.get(CLAMPED))
                 like = cut.args[0].meta["val"]  # the level's input, which a part was cut from
                 out = like.new_empty(like.shape)
             else:
@@ -365,16 +197,16 @@ def _propagate_meta(gm: fx.GraphModule) -> None:
         Propagate(gm, mode).propagate_dont_convert_inputs(*vals)
 
 
-def lower_associative_scans(program, algorithm: str = "hillis-steele",
+def lower_associative_scans(program, algorithm: str = "auto",
                             bounds: int | dict[str, int] | None = None):
     """A copy of `program` (a torch.export ExportedProgram or an fx GraphModule) with every
     associative_scan (PyTorch's higher-order op or scanc's op) replaced by aten slice/cat/
     elementwise ops. bounds: the largest length of a dynamic scan, as an int for all or
     {size expression, e.g. "s27": M}; by default the exported upper bound of the size.
     ValueError for an unbounded dynamic length or a combine operation with no scalar form."""
-    if algorithm not in ("hillis-steele", "auto"):
-        raise ValueError(f"lower_associative_scans: algorithm={algorithm!r}; expected "
-                         f"'hillis-steele' or 'auto'")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"lower_associative_scans: algorithm={algorithm!r}; expected one of "
+                         f"{', '.join(repr(a) for a in ALGORITHMS)}")
     exported = isinstance(program, torch.export.ExportedProgram)
     original = program.graph_module if exported else program
     gm = copy.deepcopy(original)

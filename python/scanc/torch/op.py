@@ -10,24 +10,30 @@
 shape-generic calls: fake implementations give the output shapes, eager ones compile the program
 once per signature (programs.py) and run it with scanc on the tensors' device. That is what makes
 them work in eager, under torch.compile (dynamic or static, no graph break, no recompilation
-when sizes change) and in torch.export.
+when sizes change) and in torch.export. Plain eager calls (nothing recording a graph) skip the
+op's dispatch, which costs more than a small scan, and call the same implementation directly.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
-from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from . import programs
+from . import programs, pytrees
 from .trace import trace_combine
+
+
+def _scan(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
+          reverse: bool) -> list[Tensor]:
+    compiled = programs.forward(program, xs, captured, dim, reverse)
+    return [o.contiguous() for o in programs.run(compiled, list(xs) + list(captured))]
 
 
 @torch.library.custom_op("scanc::associative_scan", mutates_args=())
 def scan_op(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
             reverse: bool) -> list[Tensor]:
-    compiled = programs.forward(program, xs, captured, dim, reverse)
-    return [o.contiguous() for o in programs.run(compiled, list(xs) + list(captured))]
+    return _scan(program, xs, captured, dim, reverse)
 
 
 @scan_op.register_fake
@@ -83,6 +89,45 @@ def _backward(ctx, grads):
 scan_op.register_autograd(_backward, setup_context=_setup_context)
 
 
+class _EagerScan(torch.autograd.Function):
+    """scan_op's autograd without the dispatcher: the same forward, context and backward."""
+
+    @staticmethod
+    def forward(ctx, program, dim, reverse, n, *tensors):
+        xs, captured = list(tensors[:n]), list(tensors[n:])
+        out = _scan(program, xs, captured, dim, reverse)
+        _setup_context(ctx, (program, xs, captured, dim, reverse), out)
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        _, dxs, dcs, _, _ = _backward(ctx, list(grads))
+        return (None, None, None, None, *dxs, *dcs)
+
+
+def _plain_eager(tensors: list[Tensor]) -> bool:
+    """Whether nothing records this call: no Dynamo or TorchScript tracing, no torch function
+    or dispatch mode (export, make_fx, FakeTensor), no functorch transform, no tensor subclass.
+    Only then may the op's dispatch be skipped, which costs more than a small scan: anything
+    that records a graph must see scanc's op."""
+    if (torch.compiler.is_compiling() or torch.jit.is_tracing()
+            or torch._C._is_torch_function_mode_enabled()
+            or _get_current_dispatch_mode() is not None
+            or torch._C._functorch.peek_interpreter_stack() is not None):
+        return False
+    return all(type(t) is Tensor for t in tensors)
+
+
+def _call(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
+          reverse: bool) -> list[Tensor]:
+    """scan_op(...), straight to its implementation in plain eager calls."""
+    if not _plain_eager(xs + captured):
+        return scan_op(program, xs, captured, dim, reverse)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in xs + captured):
+        return list(_EagerScan.apply(program, dim, reverse, len(xs), *xs, *captured))
+    return _scan(program, xs, captured, dim, reverse)
+
+
 def _align_captured(c: Tensor, x: Tensor, dim: int) -> Tensor:
     """A closure tensor broadcasts against a slice of the leaves (the leaves' shape without
     `dim`, as torch's combine_fn sees it); scanc wants the leaves' rank with size 1 at dim."""
@@ -99,7 +144,9 @@ def _align_captured(c: Tensor, x: Tensor, dim: int) -> Tensor:
                              f"{tuple(slice_shape)} of one slice of xs")
     if c.device != x.device:
         c = c.to(x.device)
-    return c.reshape([1] * (rank - c.ndim) + list(c.shape)).unsqueeze(dim)
+    shape = [1] * (rank - c.ndim) + list(c.shape)
+    shape.insert(dim, 1)
+    return c.reshape(shape)
 
 
 def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
@@ -115,7 +162,7 @@ def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
     combine_mode is accepted for compatibility and ignored: every combine is compiled whole.
     """
     del combine_mode
-    leaves, spec = pytree.tree_flatten(xs)
+    leaves, spec = pytrees.flatten(xs)
     if not leaves:
         raise ValueError("associative_scan: xs has no leaves; expected at least one tensor")
     if not all(isinstance(x, Tensor) for x in leaves):
@@ -136,5 +183,5 @@ def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
     dim = dim % first.ndim
     text, captured = trace_combine(combine_fn, spec, len(leaves))
     captured = [_align_captured(c, first, dim) for c in captured]
-    out = scan_op(text, leaves, captured, dim, bool(reverse))
-    return pytree.tree_unflatten(list(out), spec)
+    out = _call(text, leaves, captured, dim, bool(reverse))
+    return pytrees.unflatten(out, spec)

@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass
 
 import torch
+from torch._C import _from_dlpack, _to_dlpack
 
 import scanc
 
@@ -54,24 +55,40 @@ def _signature(kind: str, text: str, xs, captured, dim: int, reverse: bool) -> t
             tuple((c.dtype, tuple(s == 1 for s in c.shape)) for c in captured))
 
 
-def _backend(t: torch.Tensor) -> str:
-    if t.device.type == "cuda":
-        return "cuda"
-    if t.device.type != "cpu":
-        raise ValueError(f"associative_scan: tensors on {t.device} are not supported")
-    return "cpu" if "cpu" in scanc.available_backends() else "reference"
+_BACKENDS: dict[str, str] = {}  # device type -> the scanc backend that runs there
+
+
+def _backend(device: torch.device) -> str:
+    backend = _BACKENDS.get(device.type)
+    if backend is None:
+        if device.type == "cuda":
+            backend = "cuda"
+        elif device.type == "cpu":
+            backend = "cpu" if "cpu" in scanc.available_backends() else "reference"
+        else:
+            raise ValueError(f"associative_scan: tensors on {device} are not supported")
+        _BACKENDS[device.type] = backend
+    return backend
 
 
 def run(compiled: CompiledScan, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """Runs on the inputs' device: the CPU backend with torch's thread count, or CUDA on the
     current stream."""
     device = inputs[0].device
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    outs = compiled.module.run(compiled.program, *inputs, backend=_backend(inputs[0]),
-                               num_threads=torch.get_num_threads(), stream=stream)
-    # A custom op's outputs may not alias its inputs (scanc may hand back an input untouched).
-    ptrs = {t.data_ptr() for t in inputs if t.numel()}
-    return tuple(o.clone() if o.numel() and o.data_ptr() in ptrs else o for o in outs)
+    backend = _backend(device)
+    stream = torch.cuda.current_stream(device).cuda_stream if backend == "cuda" else 0
+    # DLPack capsules both ways, made and read in C: Tensor.__dlpack__ and the torch export of
+    # scanc's bindings are Python whose checks cost more than a small scan (__dlpack__ also
+    # refuses tensors that require grad, which a capsule does not care about).
+    capsules = [_to_dlpack(t) for t in inputs]
+    outs = compiled.module.run_tensors(compiled.program, capsules, backend=backend,
+                                       framework="dlpack", num_threads=torch.get_num_threads(),
+                                       stream=stream)
+    # A custom op's outputs may not alias its inputs (scanc may hand back an input untouched;
+    # cloning an empty output that "aliases" is harmless).
+    ptrs = [t.data_ptr() for t in inputs]
+    outs = [_from_dlpack(o) for o in outs]  # framework="dlpack": scanc hands back capsules
+    return tuple(o.clone() if o.data_ptr() in ptrs else o for o in outs)
 
 
 def _compiled(key: tuple, build) -> CompiledScan:
@@ -96,7 +113,7 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
         lhs = f"({outs})" if len(xs) > 1 else outs
         cap = ", ".join(f"c{k}" for k in range(len(captured)))
         tail = (" reverse" if reverse else "") + (f" with ({cap})" if captured else "")
-        program = (f"{text}program forward({', '.join(params)}) {{\n"
+        program = (f"{ir.combine_text(text)}program forward({', '.join(params)}) {{\n"
                    f"  {lhs} = scan combine_fn({leaves}) dim={dim}{tail}\n"
                    f"  return {outs}\n}}\n")
         module = _load(program, "associative_scan")
@@ -104,7 +121,8 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
             module.check()
         except ValueError as e:
             raise ValueError(f"associative_scan: combine_fn is not associative (or does not "
-                             f"fit the leaves): {e}\nThe traced combine:\n{text}") from None
+                             f"fit the leaves): {e}\nThe traced combine:\n"
+                             f"{ir.combine_text(text)}") from None
         return CompiledScan(module, "forward", [])
 
     return _compiled(_signature("forward", text, xs, captured, dim, reverse), build)

@@ -13,8 +13,13 @@ function objects built at import time, f-strings. In particular it never reads
 an operation (torch.X, torch.Tensor.X, torch._C.TensorBase.X, __X__/__rX__, torch.special.X,
 torch.nn.functional.X) maps through one table.
 
-The text: `combine combine_fn(l0, .. | r0, .. [; c0, ..]) {`, one operation per statement
-(`tK = a OP b`, `tK = - a`, `tK = fn(a, ..)`, `tK = f32(a)`), `return ...`, `}`; ir.py reads it.
+The text is one line: `combine combine_fn(l0, .. | r0, .. [; c0, ..]) { S; S; ..; return .. }`
+with one operation per statement S (`tK = a OP b`, `tK = - a`, `tK = fn(a, ..)`,
+`tK = f32(a)`). One line because it travels as an argument of scanc's op, and Inductor's Triton
+codegen copies every op node of a fused kernel's origins, arguments and all, into a one-line `#`
+comment of the wrapper it generates: a newline there ends the comment and the rest of the text
+becomes (mis-indented) code. ir.combine_text turns it into .scan text; ir.parse_combine reads
+it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import types
 
 import torch
 import torch.nn.functional as F
-from torch.utils import _pytree as pytree
+
+from . import pytrees
 
 _DTYPE_NAMES = {
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
@@ -312,8 +318,8 @@ def trace_combine(combine_fn, spec, num_leaves: int) -> tuple[str, list[torch.Te
     rec = _Recorder()
     left = [Tracer(rec, f"l{i}") for i in range(num_leaves)]
     right = [Tracer(rec, f"r{i}") for i in range(num_leaves)]
-    out = combine_fn(pytree.tree_unflatten(left, spec), pytree.tree_unflatten(right, spec))
-    out_leaves, out_spec = pytree.tree_flatten(out)
+    out = combine_fn(pytrees.unflatten(left, spec), pytrees.unflatten(right, spec))
+    out_leaves, out_spec = pytrees.flatten(out, (Tracer,))
     if len(out_leaves) != num_leaves:
         raise ValueError(f"associative_scan: combine_fn returned {len(out_leaves)} leaves for "
                          f"{num_leaves} inputs; it must return the same pytree structure as xs")
@@ -325,7 +331,6 @@ def trace_combine(combine_fn, spec, num_leaves: int) -> tuple[str, list[torch.Te
     rnames = ", ".join([f"r{i}" for i in range(num_leaves)])
     cnames = ", ".join([f"c{i}" for i in range(len(rec.captured))])
     tail = f"; {cnames}" if rec.captured else ""
-    body = "".join([f"  {line}\n" for line in rec.lines])
-    text = (f"combine combine_fn({lnames} | {rnames}{tail}) {{\n{body}"
-            f"  return {', '.join(results)}\n}}\n")
+    body = "; ".join(rec.lines + [f"return {', '.join(results)}"])
+    text = f"combine combine_fn({lnames} | {rnames}{tail}) {{ {body} }}"
     return text, rec.captured

@@ -1,6 +1,6 @@
 // The CPU backend's register bytecode. A fused stage (prologue, combine, epilogue) compiles to
 // lists of Instr; each instruction applies one scalar op to a block of lanes [l0, l1) of
-// registers, a tight loop the C++ compiler vectorizes. Registers hold kMaxLanes values of one
+// registers, a tight loop the C++ compiler vectorizes. Registers hold up to kMaxLanes values of one
 // compute dtype (f16/bf16 compute in f32; bool is one byte 0/1), 8 bytes per lane reserved.
 //
 // Loads read the current step's row of an input tile (storage dtype, lanes contiguous) and
@@ -17,7 +17,9 @@
 
 namespace scanc::cpu {
 
-inline constexpr int kMaxLanes = 256;  // lanes per block, at most
+// Lanes per block, at most. A thread's registers are sized for its own block width (lanes
+// read in place along a contiguous dim use wide blocks: long memory runs per step).
+inline constexpr int kMaxLanes = 2048;
 inline constexpr int kRegBytes = kMaxLanes * 8;
 
 struct Frame;
@@ -102,7 +104,18 @@ SerialFn lookup_serial(const OpKey& key);
 SerialFn lookup_serial_baseline(const OpKey& key);
 SerialFn lookup_serial_avx2(const OpKey& key);
 
-// Fills a register with a constant (already converted to the compute dtype `t`).
-void fill_const(std::byte* reg, DType t, double f, std::int64_t i);
+// One contiguous lane of a one-op combine, reassociated (independent chains per segment of a
+// block, then a carry fix-up per segment) so it runs at the op's throughput, not its latency:
+// for unordered runs. Starts from *carry (from x[0] when `carry` is null); writes the inclusive
+// scan to `out` (streaming stores when `stream`) unless `out` is null (a reduce); the last
+// value goes to `last`. Rows are contiguous elements of the compute dtype.
+using SerialBlockFn = void (*)(const std::byte* carry, const std::byte* x, std::byte* out,
+                               std::int64_t steps, std::byte* last, bool x_left, bool stream);
+SerialBlockFn lookup_serial_block(const OpKey& key);
+SerialBlockFn lookup_serial_block_baseline(const OpKey& key);
+SerialBlockFn lookup_serial_block_avx2(const OpKey& key);
+
+// Fills `lanes` lanes of a register with a constant (already converted to the compute dtype).
+void fill_const(std::byte* reg, DType t, double f, std::int64_t i, int lanes = kMaxLanes);
 
 }  // namespace scanc::cpu

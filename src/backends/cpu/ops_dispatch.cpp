@@ -22,28 +22,32 @@ SerialFn lookup_serial(const OpKey& key) {
     return has_avx2() ? lookup_serial_avx2(key) : lookup_serial_baseline(key);
 }
 
+SerialBlockFn lookup_serial_block(const OpKey& key) {
+    return has_avx2() ? lookup_serial_block_avx2(key) : lookup_serial_block_baseline(key);
+}
+
 TransposeFn transpose_fn() { return has_avx2() ? transpose_avx2() : transpose_baseline(); }
 
 namespace {
 template <typename T>
-void fill(std::byte* reg, T v) {
+void fill(std::byte* reg, int lanes, T v) {
     T* r = reinterpret_cast<T*>(reg);
-    for (int l = 0; l < kMaxLanes; ++l) r[l] = v;
+    for (int l = 0; l < lanes; ++l) r[l] = v;
 }
 }  // namespace
 
-void fill_const(std::byte* reg, DType t, double f, std::int64_t i) {
+void fill_const(std::byte* reg, DType t, double f, std::int64_t i, int lanes) {
     switch (t) {
-        case DType::Bool: fill<std::uint8_t>(reg, i != 0); break;
-        case DType::U8: fill(reg, static_cast<std::uint8_t>(i)); break;
-        case DType::I8: fill(reg, static_cast<std::int8_t>(i)); break;
-        case DType::I16: fill(reg, static_cast<std::int16_t>(i)); break;
-        case DType::I32: fill(reg, static_cast<std::int32_t>(i)); break;
-        case DType::I64: fill(reg, i); break;
+        case DType::Bool: fill<std::uint8_t>(reg, lanes, i != 0); break;
+        case DType::U8: fill(reg, lanes, static_cast<std::uint8_t>(i)); break;
+        case DType::I8: fill(reg, lanes, static_cast<std::int8_t>(i)); break;
+        case DType::I16: fill(reg, lanes, static_cast<std::int16_t>(i)); break;
+        case DType::I32: fill(reg, lanes, static_cast<std::int32_t>(i)); break;
+        case DType::I64: fill(reg, lanes, i); break;
         case DType::F16:
         case DType::BF16:
-        case DType::F32: fill(reg, static_cast<float>(f)); break;
-        case DType::F64: fill(reg, f); break;
+        case DType::F32: fill(reg, lanes, static_cast<float>(f)); break;
+        case DType::F64: fill(reg, lanes, f); break;
     }
 }
 

@@ -41,6 +41,7 @@ struct StageCode {
     // Set when the whole step is `next = op(carry, x)` of one leaf, x read in place and the carry
     // stored in place: the runner may run it serially (SerialFn) for groups of few lanes.
     SerialFn serial = nullptr;
+    SerialBlockFn serial_block = nullptr;  // the same op for one contiguous lane, reassociated
     bool serial_x_left = false;
     int serial_x_slot = -1;
     std::vector<DType> leaf_compute;  // per leaf: the carry registers' compute dtype

@@ -288,6 +288,7 @@ private:
             if (r == x) out_.serial_x_slot = s;
         if (out_.serial_x_slot < 0) return;
         out_.serial = lookup_serial(last_binary_);
+        out_.serial_block = lookup_serial_block(last_binary_);
         out_.serial_x_left = in.a == x;
     }
 

@@ -20,6 +20,13 @@
 //     superblocks small enough that each thread's part stays in L2, so memory is read about once:
 //     phase 1 reduces each lane, a barrier, phase 2 chains the totals in order into each lane's
 //     carry-in, phase 3 rescans from L2 with the carry and writes.
+//
+// Memory behaviour (issue 4): lanes contiguous in memory form groups as wide as a thread's share
+// of the lines (rows of up to 8 KiB, which the prefetchers follow); strided lanes form groups of
+// 64 (64 streams, a few hundred bytes each per tile, with software prefetch of the next tile).
+// Large outputs go out with streaming stores (stream_store.h). A one-op stage (StageCode::
+// serial_block) along contiguous lines scans each line, or each thread's part of one, as one
+// lane in reassociated blocks, unless `ordered`.
 #include "run_stage.h"
 
 #include <algorithm>
@@ -29,6 +36,7 @@
 #include <memory>
 
 #include "buffer_cache.h"
+#include "stream_store.h"
 #include "thread_pool.h"
 
 namespace scanc::cpu {
@@ -37,15 +45,21 @@ namespace {
 
 // Lanes per bytecode dispatch: wide enough that an instruction's call and loop setup amortize
 // over many elements. A stage's tiles hold about kTileBytes together (in L2), so each lane's
-// part of a tile is a few cache lines: one memory stream per lane, and 256 streams need long
-// runs each to keep the prefetchers useful.
+// part of a tile is a few cache lines: one memory stream per lane. 64 strided lanes measured
+// 1.5-3x faster than 256 on the 2-core box although they cost ~25-80% more instructions: the
+// memory streams, not the dispatch, were the limit.
 constexpr int kTileBytes = 128 << 10;
-constexpr int kSubLanes = kMaxLanes;              // lanes of strided groups
+constexpr int kSubLanes = 64;                     // lanes of strided groups
 constexpr int kFewLines = 32;                     // fewer lines than this: split lines
 constexpr int kSerialLanes = 4;                   // groups this narrow run serial stages serially
+constexpr int kFixLanes = 512;                    // positions per combine in a split's fix-up
 constexpr std::int64_t kPortionBytes = 768 << 10;  // per thread per superblock (in + out): L2
 constexpr std::int64_t kMinSplitSteps = 2048;      // shorter lines are never split
 constexpr std::int64_t kMinWorkPerThread = 32768;  // elements
+// Outputs at least this large (all of a stage's together) are written with streaming stores
+// where they are written row by row in place: they would not stay in cache anyway, and the
+// write-allocate read of each line would add half again to the traffic.
+constexpr std::int64_t kStreamBytes = 16 << 20;
 
 struct Slot {
     std::byte* base = nullptr;
@@ -61,6 +75,8 @@ struct Layout {
     int d = 0;
     std::int64_t steps = 0, lines = 0;
     int width = kSubLanes;  // lanes per group
+    bool stream = false;    // outputs written in place use streaming stores
+    bool reassociate = true;  // not RunOptions::ordered: one lane may be scanned in blocks
     std::vector<int> line_dims;  // iteration dims other than d, outer to inner
     std::vector<Slot> in, out;
 
@@ -154,23 +170,30 @@ struct LaneValues {
     std::uint64_t* at(int i) { return v.data() + static_cast<std::size_t>(i) * leaves; }
 };
 
-enum class Mode { Map, Reduce, Scan };
+// Local: a scan without carries whose carries (every leaf, compute dtype) go to the local
+// buffers given by Worker::set_local instead of the outputs (phase 1 of a fix-up split).
+enum class Mode { Map, Reduce, Scan, Local };
 
 // One thread's registers, tiles and lane offsets.
 class Worker {
 public:
     Worker(const StageCode& code, const Layout& L, int width)
-        : code_(code), L_(L), width_(width), tile_(tile_steps(L, width)) {
+        : code_(code), L_(L), width_(width), tile_(tile_steps(L, width)),
+          reg_bytes_((width * 8 + 63) / 64 * 64) {
         // Registers, then per leaf two scratch destinations for the carry (alternating) and
         // three for fold().
         int leaves = static_cast<int>(code.carry.size());
         int total = std::max(1, code.num_regs + 5 * leaves);
-        regs_.reset(new (std::align_val_t(64)) std::byte[static_cast<std::size_t>(total) * kRegBytes]);
-        std::memset(regs_.get(), 0, static_cast<std::size_t>(total) * kRegBytes);
+        // Plus two staging rows per output (streaming stores).
+        std::size_t bytes = static_cast<std::size_t>(total + 2 * L.out.size()) * reg_bytes_;
+        regs_.reset(new (std::align_val_t(64)) std::byte[bytes]);
+        std::memset(regs_.get(), 0, bytes);
         f_.regs = regs_.get();
-        for (int r = 0; r < code.num_regs; ++r) f_.ptrs.push_back(f_.regs + r * kRegBytes);
-        scratch_ = f_.regs + static_cast<std::ptrdiff_t>(code.num_regs) * kRegBytes;
-        for (auto& [r, s] : code.consts) fill_const(f_.regs + r * kRegBytes, s.dtype, s.f, s.i);
+        for (int r = 0; r < code.num_regs; ++r) f_.ptrs.push_back(f_.regs + r * reg_bytes_);
+        scratch_ = f_.regs + static_cast<std::ptrdiff_t>(code.num_regs) * reg_bytes_;
+        staging_ = f_.regs + static_cast<std::ptrdiff_t>(total) * reg_bytes_;
+        for (auto& [r, s] : code.consts)
+            fill_const(f_.regs + r * reg_bytes_, s.dtype, s.f, s.i, width);
         in_off_.assign(L.in.size(), std::vector<std::int64_t>(width));
         out_off_.assign(L.out.size(), std::vector<std::int64_t>(width));
         in_contig_.assign(L.in.size(), false);
@@ -204,6 +227,8 @@ public:
     template <typename LineFn, typename StartFn>
     void set_lanes(int n, LineFn line, StartFn start) {
         n_ = n;
+        start_.resize(n);
+        for (int l = 0; l < n; ++l) start_[l] = start(l);
         auto fill = [&](const std::vector<Slot>& slots, std::vector<std::vector<std::int64_t>>& off,
                         std::vector<bool>& contig, std::vector<std::int64_t>& stride) {
             for (std::size_t s = 0; s < slots.size(); ++s) {
@@ -241,8 +266,20 @@ public:
             }
         }
         // Reduce mode writes the outputs too (phase 3 overwrites them): the serial op needs rows.
-        bool serial = code_.serial && mode != Mode::Map && n_ <= kSerialLanes &&
+        bool serial = code_.serial && mode != Mode::Map && mode != Mode::Local && n_ <= kSerialLanes &&
                       (all_carry || !any_carry);
+        // One contiguous lane, reassociation allowed: the whole run in one blocked call.
+        if (serial && n_ == 1 && code_.serial_block && L_.reassociate &&
+            L_.in[code_.serial_x_slot].step == 1 && in_contig_[code_.serial_x_slot] &&
+            L_.out[code_.store_alias[0]].step == 1) {
+            run_block(steps, mode, any_carry);
+            return;
+        }
+        // Streaming: rows written in place go through a staging row (two per output,
+        // alternating, so this step's carry is never the row being written) and are then
+        // copied out with streaming stores. The serial path writes memory itself.
+        bool writes = mode == Mode::Map || mode == Mode::Scan;  // to the outputs
+        bool stream = L_.stream && !serial && writes;
         // Serial over rows in place: no tiles to fill (x is a serial stage's only tiled input
         // and its one output is stored in place), so one call covers many steps.
         std::int64_t tile = tile_;
@@ -257,6 +294,8 @@ public:
                 move_tile<true>(slot.esize, width_, in_tile_[s].data(), slot.base, in_off_[s].data(), n_,
                                 slot.step, slot.step ? t0 : 0, slot.step ? len : 1, in_contig_[s],
                                 in_stride_[s]);
+                if (slot.step == 1 && t0 + tile < steps)
+                    prefetch_rows(slot, in_off_[s].data(), t0 + tile);
             }
             for (int j = 0; j < len; ++j) {
                 if (serial) {
@@ -266,12 +305,14 @@ public:
                 for (std::size_t s = 0; s < L_.in.size(); ++s)
                     if (L_.in[s].tiled) f_.in_rows[s] = in_row(s, t0, j);
                 for (auto [r, s] : code_.in_alias) f_.ptrs[r] = const_cast<std::byte*>(f_.in_rows[s]);
-                if (mode != Mode::Reduce) {
-                    for (std::size_t o = 0; o < L_.out.size(); ++o) f_.out_rows[o] = out_row(o, t0, j);
+                if (writes) {
+                    for (std::size_t o = 0; o < L_.out.size(); ++o)
+                        f_.out_rows[o] =
+                            stream && out_contig_[o] ? staging(o, t0 + j) : out_row(o, t0, j);
                 }
                 run_code(code_.step, f_, 0, n_);
                 if (mode != Mode::Map) {
-                    bool spilled = point_next(mode == Mode::Scan);
+                    bool spilled = point_next(mode == Mode::Scan, mode == Mode::Local ? j : -1);
                     if (t0 + j > 0) {
                         run_code(code_.combine, f_, 0, n_);
                     } else if (!any_carry) {
@@ -284,16 +325,78 @@ public:
                     for (int k = 0; k < leaves(); ++k) f_.ptrs[code_.carry[k]] = f_.ptrs[code_.next[k]];
                     if (spilled) unspill();
                 }
-                if (mode == Mode::Reduce) continue;
+                if (!writes) continue;
                 run_code(code_.epilogue, f_, 0, n_);
+                for (std::size_t o = 0; stream && o < L_.out.size(); ++o)
+                    if (out_contig_[o])
+                        stream_copy(out_row(o, t0, j), f_.out_rows[o],
+                                    static_cast<std::size_t>(n_) * L_.out[o].esize);
             }
-            if (mode == Mode::Reduce) continue;
+            if (mode == Mode::Local) {
+                for (int k = 0; k < leaves(); ++k)
+                    move_tile<false>(leaf_bytes_[k], width_, local_tile_[k].data(), local_base_[k],
+                                     local_off_.data(), n_, local_dir_, t0, len, false,
+                                     n_ > 1 ? local_off_[1] - local_off_[0] : 1);
+            }
+            if (!writes) continue;
             for (std::size_t o = 0; o < L_.out.size(); ++o) {
                 const Slot& slot = L_.out[o];
                 if (out_contig_[o]) continue;  // written in place
+                if (stream && slot.step == 1 && out_stride_[o] != kIrregular) {
+                    scatter_stream(o, t0, len);
+                    continue;
+                }
                 move_tile<false>(slot.esize, width_, out_tile_[o].data(), slot.base, out_off_[o].data(), n_,
                                  slot.step, t0, len, out_contig_[o], out_stride_[o]);
             }
+        }
+        if (stream) stream_fence();
+    }
+
+    // Where Mode::Local puts each leaf's local scan: walking step t of the current lanes at
+    // element origin + dir * t of base[k] (compute dtype). Call after set_lanes.
+    void set_local(std::byte* const* base, std::int64_t origin, int dir) {
+        local_tile_.resize(leaves());
+        local_base_.assign(base, base + leaves());
+        for (int k = 0; k < leaves(); ++k)
+            local_tile_[k].resize(static_cast<std::size_t>(tile_) * width_ * leaf_bytes_[k]);
+        local_off_.resize(n_);
+        for (int l = 0; l < n_; ++l) local_off_[l] = origin + dir * start_[l];
+        local_dir_ = dir;
+    }
+
+    // Phase 3 of a fix-up split: result = carry ∘ local at `count` consecutive positions (memory
+    // order), `local[k]` each leaf's local scan there, `out[o]` each output's memory there
+    // (every output stores a leaf unchanged). Without a carry the local scan is the result. The
+    // lanes are positions (set_lanes on one line, so captured values apply), width_ at a time.
+    void fixup(const std::uint64_t* carry, std::byte* const* local, std::byte* const* out,
+               std::int64_t count) {
+        auto put = [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
+            if (L_.stream) stream_copy(dst, src, bytes);
+            else std::memcpy(dst, src, bytes);
+        };
+        if (!carry) {
+            for (int k = 0; k < leaves(); ++k)
+                if (int o = code_.store_alias[k]; o >= 0)
+                    put(out[o], local[k], static_cast<std::size_t>(count) * leaf_bytes_[k]);
+            return;
+        }
+        int first = static_cast<int>(std::min<std::int64_t>(width_, count));
+        for (int k = 0; k < leaves(); ++k) fill_lanes(scratch(k, 2), leaf_bytes_[k], carry[k], first);
+        for (std::int64_t i = 0; i < count; i += width_) {
+            int m = static_cast<int>(std::min<std::int64_t>(width_, count - i));
+            for (int k = 0; k < leaves(); ++k) {
+                std::ptrdiff_t at = static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k];
+                int o = code_.store_alias[k];
+                f_.ptrs[code_.carry[k]] = scratch(k, 2);
+                f_.ptrs[code_.x[k]] = local[k] + at;
+                f_.ptrs[code_.next[k]] = o < 0 ? scratch(k, 0) : L_.stream ? staging(o, 0) : out[o] + at;
+            }
+            run_code(code_.combine, f_, 0, m);
+            for (int k = 0; L_.stream && k < leaves(); ++k)
+                if (int o = code_.store_alias[k]; o >= 0)
+                    stream_copy(out[o] + static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k], staging(o, 0),
+                                static_cast<std::size_t>(m) * leaf_bytes_[k]);
         }
     }
 
@@ -333,6 +436,34 @@ private:
                    ? slot.base + (in_off_[s][0] + (t0 + j) * slot.step) * slot.esize
                    : const_cast<std::byte*>(in_tile_[s].data()) + (slot.step ? j : 0) * width_ * slot.esize;
     }
+    // Lanes are rows of memory (many streams, a few lines each per tile): the hardware
+    // prefetchers do not follow that many, so ask for the next tile's lines while this one runs.
+    void prefetch_rows(const Slot& slot, const std::int64_t* off, std::int64_t t) const {
+        int bytes = static_cast<int>(std::min<std::int64_t>(tile_, L_.steps - t)) * slot.esize;
+        for (int l = 0; l < n_; ++l) {
+            const std::byte* p = slot.base + (off[l] + t) * slot.esize;
+            for (int b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+        }
+    }
+    // move_tile's scatter with streaming stores: 8 lanes at a time are transposed into rows
+    // of `len` steps in L1, and each row goes out whole (full lines for the write combiners).
+    void scatter_stream(std::size_t o, std::int64_t t0, int len) {
+        static const TransposeFn transpose = transpose_fn();
+        const Slot& slot = L_.out[o];
+        std::size_t row = static_cast<std::size_t>(len) * slot.esize;
+        if (rows_.size() < 8 * row) rows_.resize(8 * row);
+        for (int l0 = 0; l0 < n_; l0 += 8) {
+            int k = std::min(8, n_ - l0);
+            transpose(slot.esize, out_tile_[o].data() + static_cast<std::size_t>(l0) * slot.esize,
+                      width_, rows_.data(), len, len, k);
+            for (int c = 0; c < k; ++c)
+                stream_copy(slot.base + (out_off_[o][l0 + c] + t0) * slot.esize,
+                            rows_.data() + c * row, row);
+        }
+    }
+    std::byte* staging(std::size_t o, std::int64_t step) const {
+        return staging_ + static_cast<std::ptrdiff_t>(2 * o + (step & 1)) * reg_bytes_;
+    }
     std::byte* out_row(std::size_t o, std::int64_t t0, int j) const {
         const Slot& slot = L_.out[o];
         return out_contig_[o] ? slot.base + (out_off_[o][0] + (t0 + j) * slot.step) * slot.esize
@@ -361,6 +492,17 @@ private:
         f_.ptrs[carry] = out_row(os, t0, len - 1);
     }
 
+    // One contiguous lane of a serial stage in one call (SerialBlockFn); Reduce mode only reads.
+    void run_block(std::int64_t steps, Mode mode, bool has_carry) {
+        int carry = code_.carry[0];
+        std::byte* last = scratch(0, flip_);
+        flip_ ^= 1;
+        std::byte* out = mode == Mode::Reduce ? nullptr : out_row(code_.store_alias[0], 0, 0);
+        code_.serial_block(has_carry ? f_.ptrs[carry] : nullptr, in_row(code_.serial_x_slot, 0, 0),
+                           out, steps, last, code_.serial_x_left, L_.stream && out);
+        f_.ptrs[carry] = last;
+    }
+
     void end_fold() {
         if (!folding_) return;
         int j = 0;
@@ -369,8 +511,23 @@ private:
         folding_ = false;
     }
 
+    template <typename T>
+    static void fill_typed(std::byte* reg, std::uint64_t v, int n) {
+        T x;
+        std::memcpy(&x, &v, sizeof(T));
+        std::fill_n(reinterpret_cast<T*>(reg), n, x);
+    }
+    static void fill_lanes(std::byte* reg, int bytes, std::uint64_t v, int n) {
+        switch (bytes) {
+            case 1: return fill_typed<std::uint8_t>(reg, v, n);
+            case 2: return fill_typed<std::uint16_t>(reg, v, n);
+            case 4: return fill_typed<std::uint32_t>(reg, v, n);
+            default: return fill_typed<std::uint64_t>(reg, v, n);
+        }
+    }
+
     std::byte* scratch(int leaf, int which) const {
-        return scratch_ + static_cast<std::ptrdiff_t>(5 * leaf + which) * kRegBytes;
+        return scratch_ + static_cast<std::ptrdiff_t>(5 * leaf + which) * reg_bytes_;
     }
 
     // Points each leaf's `next` at where this step's carry goes: its output row when the carry
@@ -378,17 +535,24 @@ private:
     // destination that is the previous carry itself (a tile row reused by a 1-step tile) goes
     // through scratch and is copied afterwards (unspill): a combine may read its carry after
     // writing a result. Returns whether any leaf was spilled.
-    bool point_next(bool to_outputs) {
+    // Mode::Local (`local_row` >= 0): the carry goes to that row of the leaf's local tile.
+    bool point_next(bool to_outputs, int local_row) {
         bool spilled = false;
         for (int k = 0; k < leaves(); ++k) {
             std::byte* dst = scratch(k, flip_);
             int o = code_.store_alias[k];
             spill_[k] = nullptr;
-            if (to_outputs && o >= 0) {
-                if (f_.out_rows[o] != f_.ptrs[code_.carry[k]]) {
-                    dst = f_.out_rows[o];
+            std::byte* row = nullptr;
+            if (local_row >= 0)
+                row = local_tile_[k].data() +
+                      static_cast<std::ptrdiff_t>(local_row) * width_ * leaf_bytes_[k];
+            else if (to_outputs && o >= 0)
+                row = f_.out_rows[o];
+            if (row) {
+                if (row != f_.ptrs[code_.carry[k]]) {
+                    dst = row;
                 } else {
-                    spill_[k] = f_.out_rows[o];
+                    spill_[k] = row;
                     spilled = true;
                 }
             }
@@ -441,6 +605,9 @@ private:
     const Layout& L_;
     int width_;  // lanes per group; the tiles' row length
     int tile_;   // steps per gathered tile
+    int reg_bytes_;  // bytes per register: width_ lanes of 8 bytes, 64-byte aligned
+    std::byte* staging_ = nullptr;  // two rows per output slot, for streaming stores
+    std::vector<std::byte> rows_;   // scatter_stream's 8 rows
     std::unique_ptr<std::byte[], AlignedDelete> regs_;
     std::byte* scratch_ = nullptr;  // 5 registers per leaf after the code's registers
     int flip_ = 0;                  // which carry scratch the next step writes
@@ -449,6 +616,11 @@ private:
     bool folding_ = false;
     Frame f_;
     int n_ = 0;
+    std::vector<std::int64_t> start_;  // per lane: walking step of its first element
+    std::vector<std::vector<std::byte>> local_tile_;  // Mode::Local: per leaf, a tile of carries
+    std::vector<std::byte*> local_base_;
+    std::vector<std::int64_t> local_off_;
+    int local_dir_ = 1;
     std::vector<std::vector<std::int64_t>> in_off_, out_off_;
     std::vector<bool> in_contig_, out_contig_;
     std::vector<std::int64_t> in_stride_, out_stride_;  // lane stride, or kIrregular
@@ -512,9 +684,19 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
     for (auto& t : totals) t.assign(threads, LaneValues{leaves, {}, {}});
     for (auto& c : carry) c.leaves = leaves;
     std::barrier<> barrier(threads);
+    // Fix-up (Split-B of a generic stage whose outputs all store leaves along a contiguous dim):
+    // phase 1 keeps each lane's local scan in an L2 buffer (transposed out once), and phase 3
+    // combines the carry with it over contiguous positions: no tile transposes and no per-step
+    // dispatch in phase 3. result(t) = carry ∘ local(t) by associativity.
+    int dir = L.out.empty() ? 0 : static_cast<int>(L.out[0].step);
+    bool fix = split_b && !code.serial && code.epilogue.empty() && (dir == 1 || dir == -1);
+    for (auto& s : L.out) fix = fix && s.step == dir;
 
     ThreadPool::instance().run(threads, [&](int p) {
         Worker w(code, L, L.width);
+        std::unique_ptr<Worker> fw(fix ? new Worker(code, L, kFixLanes) : nullptr);
+        std::vector<std::vector<std::byte>> local(fix ? leaves : 0);  // per leaf
+        std::vector<std::byte*> local_at(leaves), out_at(L.out.size());
         LaneValues carry_in{leaves, {}, {}};
         std::vector<std::uint64_t> run(leaves);
         bool has = false;
@@ -543,6 +725,7 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
             // Captured values of this job's lines, for the chain even if this thread's part
             // of a superblock is empty.
             select(Piece{lanes, 0, 0});
+            if (fix) fw->set_lanes(kFixLanes, [&](int) { return first_line; }, [](int) { return 0; });
             if (p == 0) carry[0].resize(lanes);  // no carry before the first element
             std::int64_t sbs = ceil_div(L.steps, sb_steps);
             for (std::int64_t sb = 0; sb < sbs; ++sb) {
@@ -559,9 +742,14 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                 int items = 0;
                 for (auto& pc : pieces) items += pc.lanes;
                 mine.resize(items);
+                for (int k = 0; fix && k < leaves; ++k) {
+                    local[k].resize(static_cast<std::size_t>(b - a) * dtype_size(code.leaf_compute[k]));
+                    local_at[k] = local[k].data();
+                }
                 for (int i = 0; auto& pc : pieces) {
                     select(pc);
-                    w.run(pc.steps, Mode::Reduce);
+                    if (fix) w.set_local(local_at.data(), dir > 0 ? -a : b - 1, dir);
+                    w.run(pc.steps, fix ? Mode::Local : Mode::Reduce);
                     for (int l = 0; l < pc.lanes; ++l, ++i) {
                         w.read_carry(l, mine.at(i));
                         mine.has[i] = 1;
@@ -596,7 +784,26 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                     }
                     if (last) keep(next, l);
                 }
-                // Phase 3: rescan from L2 starting from the carries, and write.
+                // Phase 3: rescan from L2 starting from the carries (or fix up), and write.
+                auto fix_lane = [&](int i, std::int64_t s0, std::int64_t n) {
+                    std::int64_t lo = dir > 0 ? s0 - a : b - s0 - n;  // lowest address's index
+                    for (int k = 0; k < leaves; ++k)
+                        local_at[k] = local[k].data() + lo * dtype_size(code.leaf_compute[k]);
+                    for (std::size_t o = 0; o < L.out.size(); ++o) {
+                        const Slot& s = L.out[o];
+                        std::int64_t t = dir > 0 ? s0 : s0 + n - 1;
+                        out_at[o] = s.base + (L.line_offset(s, first_line) + t * s.step) * s.esize;
+                    }
+                    fw->fixup(carry_in.has[i] ? carry_in.at(i) : nullptr, local_at.data(),
+                              out_at.data(), n);
+                };
+                if (fix) {
+                    for (int i = 0; auto& pc : pieces)
+                        for (int l = 0; l < pc.lanes; ++l, ++i)
+                            fix_lane(i, pc.start + l * pc.steps, pc.steps);
+                    if (L.stream) stream_fence();
+                    continue;
+                }
                 for (int i = 0; auto& pc : pieces) {
                     select(pc);
                     LaneValues lane_carry{leaves, {}, {}};
@@ -656,10 +863,23 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
 
     int threads = static_cast<int>(std::clamp<std::int64_t>(
         std::min<std::int64_t>(config.threads, numel / kMinWorkPerThread), 1, config.threads));
-    // Lanes along a contiguous inner dim are read in place: wide groups make long runs of
-    // memory per step. Strided lanes go through tiles sized for L1.
+    // Lanes along a contiguous inner dim are read in place, each thread's groups as wide as its
+    // share of the lines (up to 8 KiB of f32 per row): one long run per step, which the
+    // prefetchers follow, with the carry row still in L1/L2. Strided lanes go through tiles.
     bool inner_lanes = L.d + 1 < static_cast<int>(L.sizes.size()) && L.sizes.back() > 1;
-    L.width = inner_lanes ? kMaxLanes : kSubLanes;
+    L.width = inner_lanes ? static_cast<int>(std::clamp<std::int64_t>(
+                                (ceil_div(L.lines, threads) + 63) / 64 * 64, kSubLanes, kMaxLanes))
+                          : kSubLanes;
+    std::int64_t out_bytes = 0;
+    for (auto& s : L.out) out_bytes += numel * s.esize;
+    L.stream = out_bytes >= kStreamBytes;
+    L.reassociate = !config.ordered;
+    // A one-op stage along contiguous rows: a row per lane, each scanned in blocks at the op's
+    // throughput (SerialBlockFn) straight from memory, no transposes.
+    const StageCode& code = stage.code;
+    if (!inner_lanes && code.serial_block && L.reassociate && L.steps >= kMinSplitSteps &&
+        L.in[code.serial_x_slot].step == 1 && L.out[code.store_alias[0]].step == 1)
+        L.width = 1;
     std::int64_t groups = ceil_div(L.lines, L.width);
     // Whole lines when the groups share out evenly enough (at most 1/3 idle); splitting lines
     // reassociates floats and costs a second read from L2.

@@ -1,0 +1,130 @@
+"""Writing scanc's expression IR (ir.Node) as aten call_function nodes of an fx graph.
+
+`Emitter(graph)(op, operands)` creates the aten node(s) for one ir operation; operands are fx
+nodes or Python numbers, and operations on numbers only are folded. `apply_combine` applies a
+whole combine to sequences of fx nodes elementwise (numpy broadcasting against the captured
+values), which is what every lowering algorithm in lower_algorithms.py is built from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from . import ir
+
+aten = torch.ops.aten
+DTYPES = {"bool": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
+          "i64": torch.int64, "u8": torch.uint8, "f16": torch.float16,
+          "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+
+
+class Emitter:
+    """Creates aten call_function nodes in `graph` for ir operations; operands are fx nodes or
+    Python numbers."""
+
+    def __init__(self, graph: fx.Graph) -> None:
+        self.graph = graph
+
+    def call(self, target, *args, **kwargs) -> fx.Node:
+        return self.graph.call_function(target, args, kwargs)
+
+    def __call__(self, op: str, args: list) -> Any:
+        tensors = [isinstance(a, fx.Node) for a in args]
+        if not any(tensors):
+            folded = ir.make(op, *[ir.const(a) for a in args])
+            if folded.op == "const":
+                return folded.value
+            raise ValueError(f"lower_associative_scans: cannot evaluate `{op}` on constants")
+        if op.startswith("cast:"):
+            return self.call(aten._to_copy.default, args[0], dtype=DTYPES[op[5:]])
+        if op in BINARY:
+            return self._binary(op, args[0], args[1], tensors)
+        if op == "where":
+            c, a, b = args
+            if tensors[1] and tensors[2]:
+                return self.call(aten.where.self, c, a, b)
+            if tensors[2]:
+                return self.call(aten.where.ScalarSelf, c, a, b)
+            if tensors[1]:
+                return self.call(aten.where.ScalarOther, c, a, b)
+            return self.call(aten.where.Scalar, c, a, b)
+        if op == "neg":
+            return self.call(aten.neg.default, args[0])
+        if op == "not":
+            return self.call(aten.logical_not.default, args[0])
+        if op == "softplus":
+            return self.call(aten.softplus.default, args[0], 1, 20)
+        if op == "pow":
+            a, b = args
+            if tensors[0] and tensors[1]:
+                return self.call(aten.pow.Tensor_Tensor, a, b)
+            if tensors[0]:
+                return self.call(aten.pow.Tensor_Scalar, a, b)
+            return self.call(aten.pow.Scalar, a, b)
+        if op in ("min", "max") and not all(tensors):
+            t, c = (args[0], args[1]) if tensors[0] else (args[1], args[0])
+            return self.call(aten.clamp_max.default if op == "min" else aten.clamp_min.default,
+                             t, c)
+        if op == "logaddexp":
+            # max(a, b) + log1p(exp(-|a - b|)): exporters expand aten.logaddexp naively into
+            # log(exp(a) + exp(b)), which overflows.
+            a, b = args
+            high = self("max", [a, b])
+            gap = self.call(aten.neg.default, self.call(aten.abs.default, self("-", [a, b])))
+            return self("+", [high, self.call(aten.log1p.default,
+                                              self.call(aten.exp.default, gap))])
+        target = {"min": aten.minimum.default, "max": aten.maximum.default}.get(op)
+        if target is None:
+            target = getattr(aten, op).default
+        return self.call(target, *args)
+
+    def _binary(self, op: str, a, b, tensors: list[bool]) -> fx.Node:
+        if not tensors[0]:  # a constant on the left
+            flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!=",
+                       "+": "+", "*": "*", "&": "&", "|": "|", "^": "^", "and": "and",
+                       "or": "or"}
+            if op in flipped:
+                return self._binary(flipped[op], b, a, [True, False])
+            if op == "-":
+                return self.call(aten.rsub.Scalar, b, a)
+            if op == "/":
+                return self.call(aten.mul.Tensor, self.call(aten.reciprocal.default, b), a)
+            if op == "%":
+                return self.call(aten.remainder.Scalar_Tensor, a, b)
+        overload = "Tensor" if tensors[1] else "Scalar"
+        if op in ("+", "-", "*", "/") and not tensors[1]:
+            overload = "Tensor"  # aten.add.Tensor takes a number as `other` in exported graphs
+        packet = BINARY[op]
+        return self.call(getattr(packet, overload), a, b)
+
+
+BINARY = {
+    "+": aten.add, "-": aten.sub, "*": aten.mul, "/": aten.div, "%": aten.remainder,
+    "<": aten.lt, "<=": aten.le, ">": aten.gt, ">=": aten.ge, "==": aten.eq, "!=": aten.ne,
+    "and": aten.logical_and, "or": aten.logical_or, "&": aten.bitwise_and,
+    "|": aten.bitwise_or, "^": aten.bitwise_xor,
+}
+
+
+
+def apply_combine(emit: Emitter, comb: ir.Combine, left, right, captured) -> list:
+    """comb applied to the sequences `left` and `right` (one fx node per leaf) and the
+    captured fx nodes: one fx node per leaf, each covering every element."""
+    def env(v: ir.Node):
+        kind, i = v.value
+        return {"l": left, "r": right, "c": captured}[kind][i]
+
+    results = ir.evaluate(comb.outputs, env, emit)
+    out = []
+    for r, node, like in zip(results, comb.outputs, left):
+        # A result that ignores the running values still covers every element.
+        if not ir.depends_on(node, ("l", "r")):
+            same = emit.call(aten.eq.Tensor, like, like)
+            r = emit("where", [same, r, r])
+        out.append(r)
+    return out
+
