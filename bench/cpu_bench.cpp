@@ -164,6 +164,9 @@ void add_all(const Options& opt) {
     const std::int64_t big = std::int64_t{1} << 26, side = 4096;
     for (const char* c : {"sum", "affine"}) {
         std::size_t copied = std::size_t{big} * 4 * (c[0] == 'a' ? 2 : 1);
+        // glibc copies 512 MiB in a faster mode than 256 MiB: measure that regime next to
+        // every case too (the script judges against the fastest DRAM-sized copy of the run).
+        if (copied < std::size_t{big} * 8) add_copy(std::size_t{big} * 8, opt);
         add_copy(copied, opt);
         add_scan(c, {big}, 0, opt);
         add_copy(copied / 4, opt);

@@ -5,10 +5,12 @@
 //   - CUB (InclusiveSum, a custom max, a float2 affine) on the 1-D cases;
 //   - compile time (fresh cache), and with --first-launch, the time a new process needs to its
 //     first launch (run it twice: cold, then with the disk cache warm).
-// Prints a markdown table; `gpu_bench OUT.md` also writes it there.
+// Prints a markdown table; `gpu_bench OUT.md` also writes it there. `gpu_bench --sweep T...`
+// times and checks a few cases under each tuning T (see sweep below).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -117,6 +119,113 @@ int first_launch() {
     return 0;
 }
 
+// Host reference of a scan over [outer, len, inner] along len, in double.
+std::vector<float> host_scan(const std::vector<std::vector<float>>& leaves, long long outer, long long len,
+                             long long inner) {
+    bool affine = leaves.size() == 2;
+    std::vector<float> out(leaves[0].size());
+    for (long long o = 0; o < outer; ++o)
+        for (long long i = 0; i < inner; ++i) {
+            double h = 0;
+            for (long long t = 0; t < len; ++t) {
+                long long at = (o * len + t) * inner + i;
+                h = affine ? leaves[0][at] * h + leaves[1][at] : h + leaves[0][at];
+                out[at] = static_cast<float>(h);
+            }
+        }
+    return out;
+}
+
+__global__ void round_to_integers(float* p, long long n) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) p[i] = rintf(p[i]);
+}
+
+std::vector<float> to_host(const float* p, long long n) {
+    std::vector<float> h(n);
+    BENCH_CHECK(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+// Tuning sweep: % of copy of each case under each SCANC_CUDA_TUNING (`table` = the built-in
+// table), each result checked against a host scan: sums of integers in {-1, 0, 1} exactly (every
+// partial sum is an integer far below 2^24), affine within 1e-3 relative. A wrong result prints
+// WRONG in place of the figure.
+int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts, cudaStream_t s) {
+    struct C {
+        std::string name;
+        CombineRef c;
+        std::vector<std::int64_t> shape;
+        int dim;
+    } cases[] = {{"sum rows", sum_combine(), {8192, 4096}, 1},
+                 {"sum 1-D 2^28", sum_combine(), {1ll << 28}, 0},
+                 {"sum dim 0", sum_combine(), {4096, 8192}, 0},
+                 {"sum 16x2^22", sum_combine(), {16, 1 << 22}, 1},
+                 {"sum 1-D 2^20 (us)", sum_combine(), {1 << 20}, 0},
+                 {"affine rows", affine_combine(), {8192, 4096}, 1},
+                 {"affine (2,4096,1024) d1", affine_combine(), {2, 4096, 1024}, 1},
+                 {"affine 1-D", affine_combine(), {1ll << 28}, 0}};
+    std::vector<std::vector<std::string>> cells(n_tunings);
+    for (auto& c : cases) {
+        long long n = 1, outer = 1, inner = 1;
+        for (std::size_t j = 0; j < c.shape.size(); ++j) {
+            n *= c.shape[j];
+            if (static_cast<int>(j) < c.dim) outer *= c.shape[j];
+            if (static_cast<int>(j) > c.dim) inner *= c.shape[j];
+        }
+        int leaves = c.c->num_leaves();
+        std::vector<float*> bufs;
+        std::vector<TensorView> in;
+        std::vector<std::vector<float>> host;
+        for (int l = 0; l < leaves; ++l) {
+            bufs.push_back(device_random(n, 5 + l, l == 0 && leaves == 2 ? 0.5f : -1.0f, 1.0f));
+            if (leaves == 1) round_to_integers<<<1024, 256>>>(bufs.back(), n);
+            in.push_back(device_view(bufs.back(), c.shape));
+            host.push_back(to_host(bufs.back(), n));
+        }
+        std::vector<float> ref = host_scan(host, outer, c.shape[c.dim], inner);
+        for (int i = 0; i < n_tunings; ++i) {
+            if (std::string(tunings[i]) == "table") unsetenv("SCANC_CUDA_TUNING");
+            else setenv("SCANC_CUDA_TUNING", tunings[i], 1);
+            std::string cell;
+            try {
+                auto exe = CudaBackend().compile(scan_program(c.c, static_cast<int>(c.shape.size()), c.dim));
+                double sec = time_median([&](cudaStream_t st) { exe->run(in, opts); }, s, 9, 2);
+                std::vector<Tensor> out = exe->run(in, opts);
+                BENCH_CHECK(cudaStreamSynchronize(s));
+                std::vector<float> got = to_host(static_cast<const float*>(out[0].data()), n);
+                long long bad = 0;
+                for (long long j = 0; j < n; ++j) {
+                    float tol = leaves == 1 ? 0.0f : 1e-3f * (1 + std::fabs(ref[j]));
+                    bad += !(std::fabs(got[j] - ref[j]) <= tol);
+                }
+                char buf[64];
+                if (bad) std::snprintf(buf, sizeof buf, "WRONG (%lld)", bad);
+                else if (n == (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f", sec * 1e6);
+                else std::snprintf(buf, sizeof buf, "%.1f%%", 100 * 4.0 * n * (leaves + 1) / sec / copy_bw);
+                cell = buf;
+            } catch (const std::exception& e) {
+                cell = std::string("error: ") + e.what();
+            }
+            std::printf("%-26s %-28s %s\n", c.name.c_str(), tunings[i], cell.c_str());
+            std::fflush(stdout);
+            cells[i].push_back(cell);
+        }
+        for (float* p : bufs) cudaFree(p);
+    }
+    unsetenv("SCANC_CUDA_TUNING");
+    std::printf("\n| tuning rt,ri,rw,cw,cr,cwin,mb |");
+    for (auto& c : cases) std::printf(" %s |", c.name.c_str());
+    std::printf("\n|---|");
+    for (std::size_t j = 0; j < std::size(cases); ++j) std::printf("---|");
+    for (int i = 0; i < n_tunings; ++i) {
+        std::printf("\n| %s |", tunings[i]);
+        for (auto& cell : cells[i]) std::printf(" %s |", cell.c_str());
+    }
+    std::printf("\n");
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,35 +299,7 @@ int main(int argc, char** argv) {
                     100 * r.bytes / sec / copy_bw);
         std::fflush(stdout);
     };
-    if (argc > 1 && std::string(argv[1]) == "--sweep") {  // tuning sweep: % of copy per variant
-        std::printf("| tuning rt,ri,rw,cw,cr,cwin,mb | sum rows | sum 1-D 2^28 | sum dim 0 | affine rows | affine (2,4096,1024) d1 | affine 1-D |\n"
-                    "|---|---|---|---|---|---|---|\n");
-        for (int i = 2; i < argc; ++i) {
-            setenv("SCANC_CUDA_TUNING", argv[i], 1);
-            std::printf("| %s |", argv[i]);
-            struct C { CombineRef c; std::vector<std::int64_t> shape; int dim; } cases[] = {
-                {sum_combine(), {8192, 4096}, 1}, {sum_combine(), {big}, 0}, {sum_combine(), {4096, 8192}, 0},
-                {affine_combine(), {8192, 4096}, 1}, {affine_combine(), {2, 4096, 1024}, 1}, {affine_combine(), {big}, 0}};
-            for (auto& c : cases) {
-                long long n = 1;
-                for (auto x : c.shape) n *= x;
-                auto exe = CudaBackend().compile(scan_program(c.c, static_cast<int>(c.shape.size()), c.dim));
-                std::vector<float*> bufs;
-                std::vector<TensorView> in;
-                for (int l = 0; l < c.c->num_leaves(); ++l) {
-                    bufs.push_back(device_random(n, 5 + l, l == 0 && c.c->num_leaves() == 2 ? 0.5f : -1.0f, 1.0f));
-                    in.push_back(device_view(bufs.back(), c.shape));
-                }
-                double sec = time_median([&](cudaStream_t st) { exe->run(in, opts); }, s, 9, 2);
-                std::printf(" %.1f%% |", 100 * 4.0 * n * (c.c->num_leaves() + 1) / sec / copy_bw);
-                std::fflush(stdout);
-                for (float* p : bufs) cudaFree(p);
-            }
-            std::printf("\n");
-        }
-        unsetenv("SCANC_CUDA_TUNING");
-        return 0;
-    }
+    if (argc > 1 && std::string(argv[1]) == "--sweep") return sweep(argc - 2, argv + 2, copy_bw, opts, s);
     bench("sum 1-D 2^28", sum_combine(), {big}, 0, 0.90);
     bench("sum rows 8192x4096 dim 1", sum_combine(), {8192, 4096}, 1, 0.90);
     bench("sum 4096x8192 dim 0", sum_combine(), {4096, 8192}, 0, 0.90);

@@ -4,8 +4,11 @@
 # small ones), then the benchmark and its peers, and prints the tables last.
 #   scripts/gpu.sh [OUTDIR]        (default: build-gpu/results)
 # Environment: SKIP_PEERS=1 skips the Python peers; SKIP_SANITIZER=1 skips compute-sanitizer;
-# SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py; SWEEP="rt,ri,rw,cw,cr,cwin,mb ..." adds a
-# tuning sweep (see src/backends/cuda/tuning.h).
+# SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py;
+# SWEEP="rt,ri,rw,cw,cr,cwin,mb ... [table]" adds a tuning sweep whose results are checked (see
+# src/backends/cuda/tuning.h); GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
+# SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
+# runs last, so that a short device lease still brings the numbers back.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build-gpu
@@ -17,8 +20,14 @@ log() { echo "== $*"; }
 log "configure + build (CUDA backend, reference, tests)"
 cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \
       -DSCANC_BUILD_CLI=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+# The benchmark's CUDA objects compile while ninja builds the libraries.
+NVCC="nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude"
+( $NVCC -c bench/gpu_bench.cu -o $BUILD/gpu_bench.o && $NVCC -c bench/cub_scan.cu -o $BUILD/cub_scan.o ) \
+    > "$OUT/nvcc.log" 2>&1 &
+NVCC_PID=$!
 ninja -C $BUILD -j"$(nproc)" cuda_test scanc_backend_cuda scanc_dsl >> "$OUT/build.log" 2>&1 || { grep -B2 -A8 error "$OUT/build.log" | head -60; exit 1; }
-nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude bench/gpu_bench.cu bench/cub_scan.cu \
+wait $NVCC_PID; cat "$OUT/nvcc.log" >> "$OUT/build.log"; rm -f "$OUT/nvcc.log"
+$NVCC $BUILD/gpu_bench.o $BUILD/cub_scan.o \
      $BUILD/src/backends/cuda/libscanc_backend_cuda.a $BUILD/src/dsl/libscanc_dsl.a \
      $BUILD/src/runtime/libscanc_runtime.a $BUILD/src/ir/libscanc_ir.a -ldl -o $BUILD/gpu_bench \
      >> "$OUT/build.log" 2>&1 || { grep -A5 error "$OUT/build.log" | head -40; echo "gpu_bench did not build"; }
@@ -30,17 +39,13 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   TESTS=${PIPESTATUS[0]}
 fi
 
-SAN="skipped"
-if [ -z "${SKIP_SANITIZER:-}${SKIP_TESTS:-}" ] && command -v compute-sanitizer > /dev/null; then
-  log "compute-sanitizer memcheck + racecheck (small cases)"
-  F='CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch'
-  SAN=""
-  for tool in memcheck racecheck; do
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/cuda/cuda_test --gtest_filter="$F" \
-        >> "$OUT/sanitizer.log" 2>&1
-    rc=$?; SAN="$SAN $tool:$([ $rc = 0 ] && echo clean || echo "rc=$rc")"
-    tail -3 "$OUT/sanitizer.log"
-  done
+log "benchmark"
+rm -rf "$SCANC_CACHE_DIR"/*
+timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log"
+
+if [ -n "${SWEEP:-}" ]; then
+  log "tuning sweep"
+  timeout ${SWEEP_TIMEOUT:-200} $BUILD/gpu_bench --sweep $SWEEP 2>&1 | tee "$OUT/sweep.md"
 fi
 
 log "first launch: new process, cold then warm disk cache"
@@ -48,14 +53,18 @@ rm -rf "$SCANC_CACHE_DIR"/*
 timeout 60 $BUILD/gpu_bench --first-launch | tee "$OUT/first_launch.txt"
 timeout 60 $BUILD/gpu_bench --first-launch | tee -a "$OUT/first_launch.txt"
 
-if [ -n "${SWEEP:-}" ]; then
-  log "tuning sweep"
-  timeout 200 $BUILD/gpu_bench --sweep $SWEEP 2>&1 | tee "$OUT/sweep.md"
+SAN="skipped"
+if [ -z "${SKIP_SANITIZER:-}${SKIP_TESTS:-}" ] && command -v compute-sanitizer > /dev/null; then
+  log "compute-sanitizer memcheck + racecheck (small cases)"
+  F='CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch'
+  SAN=""
+  for tool in memcheck racecheck; do
+    timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/cuda/cuda_test --gtest_filter="$F" \
+        >> "$OUT/sanitizer.log" 2>&1
+    rc=$?; SAN="$SAN $tool:$([ $rc = 0 ] && echo clean || echo "rc=$rc")"
+    tail -3 "$OUT/sanitizer.log"
+  done
 fi
-
-log "benchmark"
-rm -rf "$SCANC_CACHE_DIR"/*
-timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log"
 
 if [ -z "${SKIP_PEERS:-}" ]; then
   log "peers (torch, torch.compile, jax)"

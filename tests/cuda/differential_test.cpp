@@ -35,7 +35,8 @@ program p(x: f32[N]) {
 
 TEST_F(CudaDifferential, OneDimensionalSumsMatchAtAwkwardLengths) {
     auto program = parse_program(kSum);
-    for (std::int64_t n : {0, 1, 2, 31, 32, 33, 97, 4095, 4096, 4097, 65537, 1048573, (1 << 22) + 1}) {
+    for (std::int64_t n : {0, 1, 2, 31, 32, 33, 97, 4095, 4096, 4097, 6143, 6145, 8191, 8193, 65537, 1048573,
+                           (1 << 22) + 1}) {
         SCOPED_TRACE(n);
         expect_matches_reference(program, {random_tensor(DType::F32, {n}, rng)});
     }
@@ -86,7 +87,7 @@ program p(x: i32[M, N], a: f32[M, N], b: f32[M, N]) {
 }
 )");
     Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
-    for (auto [m, n] : {std::pair{1, 5000}, {3, 1 << 20}, {257, 129}, {1, 2}}) {
+    for (auto [m, n] : {std::pair{1, 5000}, {2, 12289}, {3, 1 << 20}, {257, 129}, {1, 2}}) {
         SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
         expect_matches_reference(program,
                                  {random_tensor(DType::I32, {m, n}, rng), random_tensor(DType::F32, {m, n}, rng, coefficient),
@@ -205,6 +206,33 @@ program p(x: f32[M, N]) {
     SCANC_CU(cuStreamSynchronize, nullptr);
     SCANC_CU(cuMemFree, dev);
     EXPECT_TRUE(close(back, want[0], 0, 0));
+}
+
+TEST_F(CudaDifferential, RowTilesBeyondStaticSharedMemoryMatch) {
+    // 256 x 32 items of a 2-word state: a 67 KB transpose, past the 48 KB static limit, so the
+    // launch opts in to dynamic shared memory (the override applies to every state size).
+    struct Override {
+        Override() { setenv("SCANC_CUDA_TUNING", "256,32,256,8,16,8,2", 1); }
+        ~Override() { unsetenv("SCANC_CUDA_TUNING"); }
+    } tuning;
+    auto program = parse_program(R"(
+combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
+combine add(a | b) { return a + b }
+program p(a: f32[M, N], b: f32[M, N], x: i64[M, N]) {
+  (pa, pb) = scan affine(a, b) dim=1
+  s = scan add(x) dim=1 reverse
+  return pb, s
+}
+)");
+    Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
+    for (auto [m, n] : {std::pair{1, 1}, {2, 8191}, {3, 8193}, {2, 40961}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+        expect_matches_reference(program,
+                                 {random_tensor(DType::F32, {m, n}, rng, coefficient),
+                                  random_tensor(DType::F32, {m, n}, rng, offset),
+                                  random_tensor(DType::I64, {m, n}, rng)},
+                                 1e-4, 1e-5);
+    }
 }
 
 TEST_F(CudaDifferential, MismatchedInputsAreTheUsersError) {

@@ -113,6 +113,8 @@ const DeviceInfo& device_info(int device) {
     SCANC_CU(cuDeviceGetAttribute, &info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
     SCANC_CU(cuDeviceGetAttribute, &info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
     SCANC_CU(cuDeviceGetAttribute, &info.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    SCANC_CU(cuDeviceGetAttribute, &info.smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+             dev);
     return infos.emplace(device, info).first->second;
 }
 

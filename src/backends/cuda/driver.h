@@ -23,6 +23,7 @@ namespace scanc::cuda {
     X(cuModuleUnload, "cuModuleUnload")                 \
     X(cuModuleGetFunction, "cuModuleGetFunction")       \
     X(cuFuncGetAttribute, "cuFuncGetAttribute")         \
+    X(cuFuncSetAttribute, "cuFuncSetAttribute")         \
     X(cuLaunchKernel, "cuLaunchKernel")                 \
     X(cuMemAlloc, "cuMemAlloc_v2")                      \
     X(cuMemFree, "cuMemFree_v2")                        \
@@ -71,6 +72,7 @@ struct DeviceInfo {
     int index = 0;
     int cc_major = 0, cc_minor = 0;
     int sm_count = 0;
+    int smem_optin = 48 * 1024;  // shared memory a block may opt in to (static + dynamic)
     std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 const DeviceInfo& device_info(int device);

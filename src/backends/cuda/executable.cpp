@@ -53,6 +53,20 @@ std::vector<i64> broadcast_strides(const DeviceView& v, const std::vector<i64>& 
     return out;
 }
 
+// Lets `fn` launch with `bytes` of dynamic shared memory: past 48 KB a kernel must opt in, up to
+// the device's per-block limit (static shared memory included).
+void allow_dynamic_smem(CUfunction fn, unsigned bytes, const DeviceInfo& info) {
+    int static_bytes = 0;
+    SCANC_CU(cuFuncGetAttribute, &static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn);
+    if (static_cast<int>(bytes) + static_bytes > info.smem_optin)
+        throw RuntimeError(cat("CUDA tuning needs ", bytes + static_bytes, " bytes of shared memory per ",
+                               "block; this device allows ", info.smem_optin,
+                               " (use fewer row items or threads)"));
+    if (bytes + static_bytes > 48 * 1024)
+        SCANC_CU(cuFuncSetAttribute, fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                 static_cast<int>(bytes));
+}
+
 struct Allocation {
     CUdeviceptr ptr = 0;
     CUstream stream = nullptr;
@@ -178,7 +192,7 @@ private:
         for (i64 x : shape) numel *= x;
         if (numel == 0) return;
         std::vector<i64> args = pack(s, shape);
-        unsigned threads;
+        unsigned threads, smem = 0;
         i64 blocks;
         CUfunction fn;
         if (!s.is_scan) {
@@ -192,6 +206,7 @@ private:
             int nw = stage_state_words(s);
             i64 chunks, groups = 1, status_words;
             if (inner == 1) {
+                smem = k.rows_smem;
                 chunks = ceil_div(len, static_cast<i64>(k.tuning.row_threads) * k.tuning.row_items);
                 blocks = outer * chunks;
                 threads = static_cast<unsigned>(k.tuning.row_threads);
@@ -216,7 +231,7 @@ private:
                 args.push_back(v);
         }
         void* params[] = {args.data()};
-        SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream_,
+        SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, smem, stream_,
                  params, nullptr);
     }
 
@@ -276,6 +291,8 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
         if (s.is_scan) {
             SCANC_CU(cuModuleGetFunction, &k.rows, module, cat("scanc_rows_", s.id).c_str());
             SCANC_CU(cuModuleGetFunction, &k.cols, module, cat("scanc_cols_", s.id).c_str());
+            k.rows_smem = static_cast<unsigned>(rows_smem_bytes(k.tuning, stage_state_words(s)));
+            allow_dynamic_smem(k.rows, k.rows_smem, info);
         } else {
             SCANC_CU(cuModuleGetFunction, &k.map, module, cat("scanc_map_", s.id).c_str());
         }

@@ -23,6 +23,7 @@ private:
     struct Kernels {
         CUfunction rows = nullptr, cols = nullptr, map = nullptr;
         Tuning tuning;
+        unsigned rows_smem = 0;  // dynamic shared memory of a rows launch (its transpose)
     };
     class Run;  // one run's allocations and launches (executable.cpp)
 

@@ -19,13 +19,20 @@ struct Tuning {
     int map_threads = 256;
     // __launch_bounds__ minimum blocks per SM of the scan kernels (caps registers).
     int min_blocks = 1;
+    // The same for the cols kernel; 0: min_blocks.
+    int col_min_blocks = 0;
+    int cols_min_blocks() const { return col_min_blocks ? col_min_blocks : min_blocks; }
 
     std::string str() const;  // "rows 256x16 w256, cols 8x16 w16, map 256"
 };
 
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
-// SCANC_CUDA_TUNING="rt,ri,rw,cw,cr,cwin,mb" (the fields in order, map threads excepted)
-// overrides the table, for tuning sweeps; RuntimeError if it does not parse.
+// SCANC_CUDA_TUNING="rt,ri,rw,cw,cr,cwin,mb[,cmb]" (the fields in order, map threads excepted;
+// cmb defaults to mb) overrides the table, for tuning sweeps; RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
+
+// Bytes of dynamic shared memory the rows kernel needs for its transpose: one padded segment of
+// 32 x row_items words per warp and state word. Above 48 KB the launch must opt in.
+int rows_smem_bytes(const Tuning& t, int state_words);
 
 }  // namespace scanc::cuda

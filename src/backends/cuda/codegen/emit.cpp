@@ -242,7 +242,8 @@ std::string generate_source(const Plan& plan, int cc) {
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", " << tuning.min_blocks
                 << ") scanc_rows_" << s.id
                 << "(const " << k << "::Args a) { scan_rows<" << k << ">(a); }\n";
-            out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.col_warps * 32 << ", " << tuning.min_blocks
+            out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.col_warps * 32 << ", "
+                << tuning.cols_min_blocks()
                 << ") scanc_cols_" << s.id
                 << "(const " << k << "::Args a) { scan_cols<" << k << ">(a); }\n";
         } else {

@@ -223,6 +223,9 @@ __device__ __forceinline__ void fold_window(int n, F ptr_of, u32 epoch, bool& h,
     finish_window<K, N>(n, ptr_of, epoch, raw, h, acc, cap);
 }
 __device__ __forceinline__ int pad32(int i) { return i + (i >> 5); }
+// The rows transpose lives in dynamic shared memory (sized by the launch: rows_smem_bytes in
+// tuning.h), so a tile may exceed the 48 KB static limit (24-32 items of 8-byte states).
+extern __shared__ __align__(16) u32 sc_dyn_smem[];
 template <class K> __device__ __forceinline__ i64 phys(const ScanParams& p, i64 t) {
     return K::REVERSE ? p.len - 1 - t : t;
 }
@@ -234,7 +237,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
     constexpr int SEG = 32 * IT, PER = W / 32;
     constexpr i64 TILE = (i64)T * IT;
-    __shared__ u32 xchg[WARPS][K::NW][SEG + SEG / 32];
+    u32 (*xchg)[K::NW][SEG + SEG / 32] = reinterpret_cast<u32 (*)[K::NW][SEG + SEG / 32]>(sc_dyn_smem);
     __shared__ u32 s_tot[WARPS][K::NW];
     __shared__ int s_has[WARPS];
     __shared__ u32 s_pre[K::NW];

@@ -1,0 +1,702 @@
+// One thread's machinery for running a Fused stage (run_stage.cpp, run_fixup.cpp): the
+// iteration layout (Layout, Slot), tile moves between memory and lane-contiguous scratch, and
+// Worker, which evaluates a stage's bytecode over a group of lanes step by step (see the
+// comment at the top of run_stage.cpp for how lines map to lanes and threads).
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "plan.h"
+#include "scanc/runtime/tensor.h"
+#include "stream_store.h"
+
+namespace scanc::cpu {
+
+// Lanes per bytecode dispatch: wide enough that an instruction's call and loop setup amortize
+// over many elements. A stage's tiles hold about kTileBytes together (in L2), so each lane's
+// part of a tile is a few cache lines: one memory stream per lane. 64 strided lanes measured
+// 1.5-3x faster than 256 on the 2-core box although they cost ~25-80% more instructions: the
+// memory streams, not the dispatch, were the limit.
+inline constexpr int kTileBytes = 128 << 10;
+inline constexpr int kSubLanes = 64;     // lanes of strided groups
+inline constexpr int kFewLines = 32;     // fewer lines than this: split lines
+inline constexpr int kSerialLanes = 4;   // groups this narrow run serial stages serially
+inline constexpr int kFixLanes = 512;    // positions per combine in a fix-up
+inline constexpr std::int64_t kPortionBytes = 768 << 10;  // per thread per superblock: L2
+inline constexpr std::int64_t kMinSplitSteps = 2048;      // shorter lines are never split
+inline constexpr std::int64_t kMinWorkPerThread = 32768;  // elements
+// Outputs at least this large (all of a stage's together) are written with streaming stores
+// where they are written row by row in place: they would not stay in cache anyway, and the
+// write-allocate read of each line would add half again to the traffic.
+inline constexpr std::int64_t kStreamBytes = 16 << 20;
+
+struct Slot {
+    std::byte* base = nullptr;
+    int esize = 1;
+    std::vector<std::int64_t> strides;  // per iteration dim; 0 where broadcast
+    std::int64_t step = 0;              // element stride of one walking step
+    std::int64_t walk0 = 0;             // offset of walking step 0 within a line
+    bool tiled = true;
+};
+
+struct Layout {
+    std::vector<std::int64_t> sizes;
+    int d = 0;
+    std::int64_t steps = 0, lines = 0;
+    int width = kSubLanes;  // lanes per group
+    bool stream = false;    // outputs written in place use streaming stores
+    bool reassociate = true;  // not RunOptions::ordered: one lane may be scanned in blocks
+    std::vector<int> line_dims;  // iteration dims other than d, outer to inner
+    std::vector<Slot> in, out;
+
+    std::int64_t line_offset(const Slot& s, std::int64_t line) const {
+        std::int64_t off = s.walk0;
+        for (std::size_t k = line_dims.size(); k-- > 0;) {
+            std::int64_t n = sizes[line_dims[k]];
+            off += (line % n) * s.strides[line_dims[k]];
+            line /= n;
+        }
+        return off;
+    }
+};
+
+inline Slot make_slot(const TensorView& v, const Layout& L, bool reverse) {
+    Slot s;
+    s.base = static_cast<std::byte*>(v.data);
+    s.esize = static_cast<int>(dtype_size(v.dtype));
+    int r = static_cast<int>(L.sizes.size()), rv = v.rank();
+    s.strides.assign(r, 0);
+    for (int k = 0; k < r; ++k) {
+        int j = k - (r - rv);
+        if (j >= 0 && !(v.sizes[j] == 1 && L.sizes[k] != 1)) s.strides[k] = v.strides[j];
+    }
+    s.step = s.strides[L.d];
+    if (reverse) {
+        s.walk0 = (L.steps - 1) * s.step;
+        s.step = -s.step;
+    }
+    return s;
+}
+
+// Copies a tile of `len` steps x `n` lanes between memory and scratch (lanes contiguous).
+template <int E, bool Gather>
+void move_tile(int width, std::byte* tile, std::byte* base, const std::int64_t* off, int n, std::int64_t step,
+               std::int64_t t0, int len, bool lanes_contiguous) {
+    if (lanes_contiguous) {
+        for (int j = 0; j < len; ++j) {
+            std::byte* mem = base + (off[0] + (t0 + j) * step) * E;
+            std::byte* row = tile + static_cast<std::ptrdiff_t>(j) * width * E;
+            if constexpr (Gather) std::memcpy(row, mem, static_cast<std::size_t>(n) * E);
+            else std::memcpy(mem, row, static_cast<std::size_t>(n) * E);
+        }
+        return;
+    }
+    for (int l = 0; l < n; ++l) {
+        std::byte* mem = base + (off[l] + t0 * step) * E;
+        std::byte* row = tile + static_cast<std::ptrdiff_t>(l) * E;
+        for (int j = 0; j < len; ++j) {
+            if constexpr (Gather) std::memcpy(row + j * width * E, mem + j * step * E, E);
+            else std::memcpy(mem + j * step * E, row + j * width * E, E);
+        }
+    }
+}
+
+inline constexpr std::int64_t kIrregular = INT64_MIN;  // lane offsets not an arithmetic sequence
+
+template <bool Gather>
+inline void move_tile(int esize, int width, std::byte* tile, std::byte* base, const std::int64_t* off,
+               int n, std::int64_t step, std::int64_t t0, int len, bool contiguous,
+               std::int64_t lane_stride) {
+    if (!contiguous && lane_stride != kIrregular && (step == 1 || step == -1)) {
+        // Lanes are rows of memory: a blocked transpose through SIMD registers.
+        static const TransposeFn transpose = transpose_fn();
+        std::int64_t first = off[0] + t0 * step - (step < 0 ? len - 1 : 0);
+        std::byte* mem = base + first * esize;
+        std::int64_t rows = step < 0 ? -width : width;
+        std::byte* t = tile + (step < 0 ? static_cast<std::ptrdiff_t>(len - 1) * width * esize : 0);
+        if constexpr (Gather) transpose(esize, mem, lane_stride, t, rows, n, len);
+        else transpose(esize, t, rows, mem, lane_stride, len, n);
+        return;
+    }
+    switch (esize) {
+        case 1: return move_tile<1, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
+        case 2: return move_tile<2, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
+        case 4: return move_tile<4, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
+        default: return move_tile<8, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
+    }
+}
+
+// Carry values of lanes, 8 bytes per leaf, for chaining totals between lanes and threads.
+struct LaneValues {
+    int leaves = 0;
+    std::vector<std::uint64_t> v;
+    std::vector<std::uint8_t> has;
+
+    void resize(int n) {
+        v.assign(static_cast<std::size_t>(n) * leaves, 0);
+        has.assign(n, 0);
+    }
+    std::uint64_t* at(int i) { return v.data() + static_cast<std::size_t>(i) * leaves; }
+};
+
+// Local: a scan without carries whose carries (every leaf, compute dtype) go to the local
+// buffers given by Worker::set_local instead of the outputs (phase 1 of a fix-up split).
+enum class Mode { Map, Reduce, Scan, Local };
+
+// One thread's registers, tiles and lane offsets.
+class Worker {
+public:
+    Worker(const StageCode& code, const Layout& L, int width)
+        : code_(code), L_(L), width_(width), tile_(tile_steps(L, width)),
+          reg_bytes_((width * 8 + 63) / 64 * 64) {
+        // Registers, then per leaf two scratch destinations for the carry (alternating) and
+        // three for fold().
+        int leaves = static_cast<int>(code.carry.size());
+        int total = std::max(1, code.num_regs + 5 * leaves);
+        // Plus two staging rows per output (streaming stores).
+        std::size_t bytes = static_cast<std::size_t>(total + 2 * L.out.size()) * reg_bytes_;
+        regs_.reset(new (std::align_val_t(64)) std::byte[bytes]);
+        std::memset(regs_.get(), 0, bytes);
+        f_.regs = regs_.get();
+        for (int r = 0; r < code.num_regs; ++r) f_.ptrs.push_back(f_.regs + r * reg_bytes_);
+        scratch_ = f_.regs + static_cast<std::ptrdiff_t>(code.num_regs) * reg_bytes_;
+        staging_ = f_.regs + static_cast<std::ptrdiff_t>(total) * reg_bytes_;
+        for (auto& [r, s] : code.consts)
+            fill_const(f_.regs + r * reg_bytes_, s.dtype, s.f, s.i, width);
+        in_off_.assign(L.in.size(), std::vector<std::int64_t>(width));
+        out_off_.assign(L.out.size(), std::vector<std::int64_t>(width));
+        in_contig_.assign(L.in.size(), false);
+        out_contig_.assign(L.out.size(), false);
+        in_stride_.assign(L.in.size(), kIrregular);
+        out_stride_.assign(L.out.size(), kIrregular);
+        for (auto& s : L.in) in_tile_.emplace_back(s.tiled ? tile_ * width * s.esize : 0);
+        for (auto& s : L.out) out_tile_.emplace_back(tile_ * width * s.esize);
+        f_.in_rows.assign(L.in.size(), nullptr);
+        f_.out_rows.assign(L.out.size(), nullptr);
+        f_.in_base.resize(L.in.size());
+        f_.lane_off.resize(L.in.size());
+        for (std::size_t i = 0; i < L.in.size(); ++i) {
+            f_.in_base[i] = L.in[i].base;
+            f_.lane_off[i] = in_off_[i].data();
+        }
+        for (DType t : code.leaf_compute) leaf_bytes_.push_back(static_cast<int>(dtype_size(t)));
+        spill_.assign(code.carry.size(), nullptr);
+    }
+
+    int leaves() const { return static_cast<int>(code_.carry.size()); }
+
+    static int tile_steps(const Layout& L, int width) {
+        int bytes = 0;
+        for (auto& s : L.in) bytes += s.tiled ? s.esize : 0;
+        for (auto& s : L.out) bytes += s.esize;
+        return std::clamp(kTileBytes / (width * std::max(bytes, 1)), 1, 256);
+    }
+
+    // Lane l covers `line(l)` from walking step `start(l)`.
+    template <typename LineFn, typename StartFn>
+    void set_lanes(int n, LineFn line, StartFn start) {
+        n_ = n;
+        start_.resize(n);
+        for (int l = 0; l < n; ++l) start_[l] = start(l);
+        auto fill = [&](const std::vector<Slot>& slots, std::vector<std::vector<std::int64_t>>& off,
+                        std::vector<bool>& contig, std::vector<std::int64_t>& stride) {
+            for (std::size_t s = 0; s < slots.size(); ++s) {
+                bool c = true;
+                std::int64_t* o = off[s].data();
+                for (int l = 0; l < n; ++l) {
+                    o[l] = L_.line_offset(slots[s], line(l)) + start(l) * slots[s].step;
+                    c = c && o[l] == o[0] + l;
+                }
+                contig[s] = c;
+                std::int64_t ls = n > 1 ? o[1] - o[0] : 1;
+                for (int l = 2; l < n && ls != kIrregular; ++l)
+                    if (o[l] - o[l - 1] != ls) ls = kIrregular;
+                stride[s] = ls;
+            }
+        };
+        fill(L_.in, in_off_, in_contig_, in_stride_);
+        fill(L_.out, out_off_, out_contig_, out_stride_);
+        run_code(code_.captured, f_, 0, n_);
+    }
+
+    // Runs `steps` steps of the current lanes. Scan with `carry_in`: lanes whose `has` is set
+    // start from that carry; the others start from their first element.
+    void run(std::int64_t steps, Mode mode, LaneValues* carry_in = nullptr) {
+        end_fold();
+        bool any_carry = false, all_carry = true;
+        if (carry_in) {
+            // Into the scratch the next step does not write.
+            for (int k = 0; k < leaves(); ++k) f_.ptrs[code_.carry[k]] = scratch(k, flip_ ^ 1);
+            for (int l = 0; l < n_; ++l) {
+                all_carry = all_carry && carry_in->has[l];
+                if (!carry_in->has[l]) continue;
+                any_carry = true;
+                write_lane(code_.carry, l, carry_in->at(l));
+            }
+        }
+        // Reduce mode writes the outputs too (phase 3 overwrites them): the serial op needs rows.
+        bool serial = code_.serial && mode != Mode::Map && mode != Mode::Local && n_ <= kSerialLanes &&
+                      (all_carry || !any_carry);
+        // One contiguous lane, reassociation allowed: the whole run in one blocked call.
+        if (serial && n_ == 1 && code_.serial_block && L_.reassociate &&
+            L_.in[code_.serial_x_slot].step == 1 && in_contig_[code_.serial_x_slot] &&
+            L_.out[code_.store_alias[0]].step == 1) {
+            run_block(steps, mode, any_carry);
+            return;
+        }
+        // Streaming: rows written in place go through a staging row (two per output,
+        // alternating, so this step's carry is never the row being written) and are then
+        // copied out with streaming stores. The serial path writes memory itself.
+        bool writes = mode == Mode::Map || mode == Mode::Scan;  // to the outputs
+        bool stream = L_.stream && !serial && writes;
+        // Serial over rows in place: no tiles to fill (x is a serial stage's only tiled input
+        // and its one output is stored in place), so one call covers many steps.
+        std::int64_t tile = tile_;
+        if (serial && in_contig_[code_.serial_x_slot] && L_.in[code_.serial_x_slot].step &&
+            out_contig_[code_.store_alias[0]])
+            tile = 1 << 20;
+        for (std::int64_t t0 = 0; t0 < steps; t0 += tile) {
+            int len = static_cast<int>(std::min<std::int64_t>(tile, steps - t0));
+            for (std::size_t s = 0; s < L_.in.size(); ++s) {
+                const Slot& slot = L_.in[s];
+                if (!slot.tiled || (in_contig_[s] && slot.step)) continue;  // read in place
+                move_tile<true>(slot.esize, width_, in_tile_[s].data(), slot.base, in_off_[s].data(), n_,
+                                slot.step, slot.step ? t0 : 0, slot.step ? len : 1, in_contig_[s],
+                                in_stride_[s]);
+                if (slot.step == 1 && t0 + tile < steps)
+                    prefetch_rows(slot, in_off_[s].data(), t0 + tile);
+            }
+            if (!serial) walk_rows(t0, writes, stream);
+            for (int j = 0; j < len; ++j) {
+                if (serial) {
+                    run_serial(t0, len, t0 == 0 && !any_carry);
+                    break;
+                }
+                for (const RowWalk& w : in_walk_) f_.in_rows[w.slot] = w.p0 + j * w.d;
+                for (auto [r, s] : code_.in_alias) f_.ptrs[r] = const_cast<std::byte*>(f_.in_rows[s]);
+                for (const RowWalk& w : out_walk_)
+                    f_.out_rows[w.slot] = w.staged ? staging(w.slot, t0 + j) : w.p0 + j * w.d;
+                run_code(code_.step, f_, 0, n_);
+                if (mode != Mode::Map) {
+                    bool spilled = point_next(mode == Mode::Scan, mode == Mode::Local ? j : -1);
+                    if (t0 + j > 0) {
+                        run_code(code_.combine, f_, 0, n_);
+                    } else if (!any_carry) {
+                        run_code(code_.init, f_, 0, n_);
+                    } else {
+                        run_code(code_.combine, f_, 0, n_);
+                        for (int l = 0; l < n_; ++l)
+                            if (!carry_in->has[l]) copy_lane(code_.x, code_.next, l);
+                    }
+                    for (int k = 0; k < leaves(); ++k) f_.ptrs[code_.carry[k]] = f_.ptrs[code_.next[k]];
+                    if (spilled) unspill();
+                }
+                if (!writes) continue;
+                run_code(code_.epilogue, f_, 0, n_);
+                for (const RowWalk& w : out_walk_)
+                    if (w.staged) stream_copy(w.p0 + j * w.d, f_.out_rows[w.slot], w.bytes);
+            }
+            if (mode == Mode::Local) {
+                for (int k = 0; k < leaves(); ++k)
+                    move_tile<false>(leaf_bytes_[k], width_, local_tile_[k].data(), local_base_[k],
+                                     local_off_.data(), n_, local_dir_, t0, len, false,
+                                     n_ > 1 ? local_off_[1] - local_off_[0] : 1);
+            }
+            if (!writes) continue;
+            for (std::size_t o = 0; o < L_.out.size(); ++o) {
+                const Slot& slot = L_.out[o];
+                if (out_contig_[o]) continue;  // written in place
+                if (stream && slot.step == 1 && out_stride_[o] != kIrregular) {
+                    scatter_stream(o, t0, len);
+                    continue;
+                }
+                move_tile<false>(slot.esize, width_, out_tile_[o].data(), slot.base, out_off_[o].data(), n_,
+                                 slot.step, t0, len, out_contig_[o], out_stride_[o]);
+            }
+        }
+        if (stream) stream_fence();
+    }
+
+    // Where Mode::Local puts each leaf's local scan: walking step t of the current lanes at
+    // element origin + dir * t of base[k] (compute dtype). Call after set_lanes.
+    void set_local(std::byte* const* base, std::int64_t origin, int dir) {
+        local_tile_.resize(leaves());
+        local_base_.assign(base, base + leaves());
+        for (int k = 0; k < leaves(); ++k)
+            local_tile_[k].resize(static_cast<std::size_t>(tile_) * width_ * leaf_bytes_[k]);
+        local_off_.resize(n_);
+        for (int l = 0; l < n_; ++l) local_off_[l] = origin + dir * start_[l];
+        local_dir_ = dir;
+    }
+
+    // A fix-up worker's line: its lanes are positions of `line`, which only captured values
+    // (the same for every position) need.
+    void set_line(std::int64_t line) {
+        if (!code_.captured.empty()) set_lanes(width_, [&](int) { return line; }, [](int) { return 0; });
+    }
+
+    // Phase 3 of a fix-up: result = carry ∘ local at `count` consecutive positions (memory
+    // order), `local[k]` each leaf's local scan there, `out[o]` each output's memory there
+    // (every output stores a leaf unchanged). Positions [r * run, (r + 1) * run) take
+    // carries[r]; a null `carries` means none: the local scan is the result. The lanes are
+    // positions (set_line, so captured values apply), width_ at a time.
+    void fixup(const std::uint64_t* const* carries, std::int64_t run, std::byte* const* local,
+               std::byte* const* out, std::int64_t count) {
+        auto put = [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
+            if (L_.stream) stream_copy(dst, src, bytes);
+            else std::memcpy(dst, src, bytes);
+        };
+        if (!carries) {
+            for (int k = 0; k < leaves(); ++k)
+                if (int o = code_.store_alias[k]; o >= 0)
+                    put(out[o], local[k], static_cast<std::size_t>(count) * leaf_bytes_[k]);
+            return;
+        }
+        // Chunks never straddle two runs, so each run's carry is filled once (for its first chunk,
+        // as wide as any of its chunks).
+        for (std::int64_t i = 0, next = 0; i < count; i = next) {
+            std::int64_t r = i / run, run_end = std::min(count, (r + 1) * run);
+            next = std::min(run_end, i + width_);
+            int m = static_cast<int>(next - i);
+            if (i == r * run) {
+                int wide = static_cast<int>(std::min<std::int64_t>(width_, run_end - i));
+                for (int k = 0; k < leaves(); ++k)
+                    fill_lanes(scratch(k, 2), leaf_bytes_[k], carries[r][k], wide);
+            }
+            for (int k = 0; k < leaves(); ++k) {
+                std::ptrdiff_t at = static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k];
+                int o = code_.store_alias[k];
+                f_.ptrs[code_.carry[k]] = scratch(k, 2);
+                f_.ptrs[code_.x[k]] = local[k] + at;
+                f_.ptrs[code_.next[k]] = o < 0 ? scratch(k, 0) : L_.stream ? staging(o, 0) : out[o] + at;
+            }
+            run_code(code_.combine, f_, 0, m);
+            for (int k = 0; L_.stream && k < leaves(); ++k)
+                if (int o = code_.store_alias[k]; o >= 0)
+                    stream_copy(out[o] + static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k], staging(o, 0),
+                                static_cast<std::size_t>(m) * leaf_bytes_[k]);
+        }
+    }
+
+    void read_carry(int l, std::uint64_t* out) {
+        end_fold();
+        read_lane(code_.carry, l, out);
+    }
+
+    // running = running ∘ total, evaluated at lane l (whose captured values apply). Carry, x
+    // and next point at fold's own scratch until the next run(): x may be an input row read
+    // in place, and a chain of folds then costs one combine on one lane each.
+    void fold(int l, std::uint64_t* running, const std::uint64_t* total) {
+        if (!folding_) {
+            int k = leaves();
+            fold_saved_.clear();
+            for (const auto* regs : {&code_.carry, &code_.x, &code_.next})
+                for (int i = 0; i < k; ++i) fold_saved_.push_back(f_.ptrs[(*regs)[i]]);
+            for (int i = 0; i < k; ++i) {
+                f_.ptrs[code_.carry[i]] = scratch(i, 2);
+                f_.ptrs[code_.x[i]] = scratch(i, 3);
+                f_.ptrs[code_.next[i]] = scratch(i, 4);
+            }
+            folding_ = true;
+        }
+        write_lane(code_.carry, l, running);
+        write_lane(code_.x, l, total);
+        run_code(code_.combine, f_, l, l + 1);
+        read_lane(code_.next, l, running);
+    }
+
+private:
+    // This step's row of input slot s / output slot o: in memory when lanes are contiguous there,
+    // else in the tile.
+    std::byte* in_row(std::size_t s, std::int64_t t0, int j) const {
+        const Slot& slot = L_.in[s];
+        return in_contig_[s] && slot.step
+                   ? slot.base + (in_off_[s][0] + (t0 + j) * slot.step) * slot.esize
+                   : const_cast<std::byte*>(in_tile_[s].data()) + (slot.step ? j : 0) * width_ * slot.esize;
+    }
+    // Lanes are rows of memory (many streams, a few lines each per tile): the hardware
+    // prefetchers do not follow that many, so ask for the next tile's lines while this one runs.
+    void prefetch_rows(const Slot& slot, const std::int64_t* off, std::int64_t t) const {
+        int bytes = static_cast<int>(std::min<std::int64_t>(tile_, L_.steps - t)) * slot.esize;
+        for (int l = 0; l < n_; ++l) {
+            const std::byte* p = slot.base + (off[l] + t) * slot.esize;
+            for (int b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+        }
+    }
+    // move_tile's scatter with streaming stores: 8 lanes at a time are transposed into rows
+    // of `len` steps in L1, and each row goes out whole (full lines for the write combiners).
+    void scatter_stream(std::size_t o, std::int64_t t0, int len) {
+        static const TransposeFn transpose = transpose_fn();
+        const Slot& slot = L_.out[o];
+        std::size_t row = static_cast<std::size_t>(len) * slot.esize;
+        if (rows_.size() < 8 * row) rows_.resize(8 * row);
+        for (int l0 = 0; l0 < n_; l0 += 8) {
+            int k = std::min(8, n_ - l0);
+            transpose(slot.esize, out_tile_[o].data() + static_cast<std::size_t>(l0) * slot.esize,
+                      width_, rows_.data(), len, len, k);
+            for (int c = 0; c < k; ++c)
+                stream_copy(slot.base + (out_off_[o][l0 + c] + t0) * slot.esize,
+                            rows_.data() + c * row, row);
+        }
+    }
+    // This tile's row j of each tiled input (and, when writing, each output) is p0 + j * d:
+    // computed once per tile rather than per step and slot. Staged outputs go through the
+    // staging rows and out with streaming stores (`bytes` per step).
+    struct RowWalk {
+        int slot;
+        bool staged;
+        std::byte* p0;
+        std::ptrdiff_t d;
+        std::size_t bytes;
+    };
+    void walk_rows(std::int64_t t0, bool writes, bool stream) {
+        in_walk_.clear();
+        out_walk_.clear();
+        for (std::size_t s = 0; s < L_.in.size(); ++s)
+            if (L_.in[s].tiled)
+                in_walk_.push_back({static_cast<int>(s), false, in_row(s, t0, 0),
+                                    in_row(s, t0, 1) - in_row(s, t0, 0), 0});
+        for (std::size_t o = 0; writes && o < L_.out.size(); ++o)
+            out_walk_.push_back({static_cast<int>(o), stream && out_contig_[o], out_row(o, t0, 0),
+                                 out_row(o, t0, 1) - out_row(o, t0, 0),
+                                 static_cast<std::size_t>(n_) * L_.out[o].esize});
+    }
+    std::byte* staging(std::size_t o, std::int64_t step) const {
+        return staging_ + static_cast<std::ptrdiff_t>(2 * o + (step & 1)) * reg_bytes_;
+    }
+    std::byte* out_row(std::size_t o, std::int64_t t0, int j) const {
+        const Slot& slot = L_.out[o];
+        return out_contig_[o] ? slot.base + (out_off_[o][0] + (t0 + j) * slot.step) * slot.esize
+                              : const_cast<std::byte*>(out_tile_[o].data()) + j * width_ * slot.esize;
+    }
+
+    // A tile of a StageCode::serial stage: the op runs step after step in one call. The first
+    // step of a scan without a carry is its element (init).
+    void run_serial(std::int64_t t0, int len, bool first) {
+        int xs = code_.serial_x_slot, os = code_.store_alias[0];
+        int carry = code_.carry[0];
+        std::size_t bytes = static_cast<std::size_t>(n_) * leaf_bytes_[0];
+        int j0 = 0;
+        if (first) {
+            std::memcpy(out_row(os, t0, 0), in_row(xs, t0, 0), bytes);
+            f_.ptrs[carry] = out_row(os, t0, 0);
+            j0 = 1;
+        }
+        if (len > j0) {
+            std::byte* x = in_row(xs, t0, j0);
+            std::byte* out = out_row(os, t0, j0);
+            std::ptrdiff_t xstride = len > j0 + 1 ? in_row(xs, t0, j0 + 1) - x : 0;
+            std::ptrdiff_t ostride = len > j0 + 1 ? out_row(os, t0, j0 + 1) - out : 0;
+            code_.serial(f_.ptrs[carry], x, xstride, out, ostride, len - j0, n_, code_.serial_x_left);
+        }
+        f_.ptrs[carry] = out_row(os, t0, len - 1);
+    }
+
+    // One contiguous lane of a serial stage in one call (SerialBlockFn); Reduce mode only reads.
+    void run_block(std::int64_t steps, Mode mode, bool has_carry) {
+        int carry = code_.carry[0];
+        std::byte* last = scratch(0, flip_);
+        flip_ ^= 1;
+        std::byte* out = mode == Mode::Reduce ? nullptr : out_row(code_.store_alias[0], 0, 0);
+        code_.serial_block(has_carry ? f_.ptrs[carry] : nullptr, in_row(code_.serial_x_slot, 0, 0),
+                           out, steps, last, code_.serial_x_left, L_.stream && out);
+        f_.ptrs[carry] = last;
+    }
+
+    void end_fold() {
+        if (!folding_) return;
+        int j = 0;
+        for (const auto* regs : {&code_.carry, &code_.x, &code_.next})
+            for (int i = 0; i < leaves(); ++i) f_.ptrs[(*regs)[i]] = fold_saved_[j++];
+        folding_ = false;
+    }
+
+    // n copies of a value of `bytes` bytes (a fix-up's carries).
+    template <typename T>
+    static void fill_typed(std::byte* reg, std::uint64_t v, int n) {
+        T x;
+        std::memcpy(&x, &v, sizeof(T));
+        std::fill_n(reinterpret_cast<T*>(reg), n, x);
+    }
+    static void fill_lanes(std::byte* reg, int bytes, std::uint64_t v, int n) {
+        switch (bytes) {
+            case 1: return fill_typed<std::uint8_t>(reg, v, n);
+            case 2: return fill_typed<std::uint16_t>(reg, v, n);
+            case 4: return fill_typed<std::uint32_t>(reg, v, n);
+            default: return fill_typed<std::uint64_t>(reg, v, n);
+        }
+    }
+
+    std::byte* scratch(int leaf, int which) const {
+        return scratch_ + static_cast<std::ptrdiff_t>(5 * leaf + which) * reg_bytes_;
+    }
+
+    // Points each leaf's `next` at where this step's carry goes: its output row when the carry
+    // is stored unchanged (Scan mode), else the scratch the previous step did not write. A
+    // destination that is the previous carry itself (a tile row reused by a 1-step tile) goes
+    // through scratch and is copied afterwards (unspill): a combine may read its carry after
+    // writing a result. Returns whether any leaf was spilled.
+    // Mode::Local (`local_row` >= 0): the carry goes to that row of the leaf's local tile.
+    bool point_next(bool to_outputs, int local_row) {
+        bool spilled = false;
+        for (int k = 0; k < leaves(); ++k) {
+            std::byte* dst = scratch(k, flip_);
+            int o = code_.store_alias[k];
+            spill_[k] = nullptr;
+            std::byte* row = nullptr;
+            if (local_row >= 0)
+                row = local_tile_[k].data() +
+                      static_cast<std::ptrdiff_t>(local_row) * width_ * leaf_bytes_[k];
+            else if (to_outputs && o >= 0)
+                row = f_.out_rows[o];
+            if (row) {
+                if (row != f_.ptrs[code_.carry[k]]) {
+                    dst = row;
+                } else {
+                    spill_[k] = row;
+                    spilled = true;
+                }
+            }
+            f_.ptrs[code_.next[k]] = dst;
+        }
+        flip_ ^= 1;
+        return spilled;
+    }
+    void unspill() {
+        for (int k = 0; k < leaves(); ++k) {
+            if (!spill_[k]) continue;
+            std::memcpy(spill_[k], f_.ptrs[code_.next[k]], static_cast<std::size_t>(n_) * leaf_bytes_[k]);
+            f_.ptrs[code_.next[k]] = f_.ptrs[code_.carry[k]] = spill_[k];
+        }
+    }
+
+    std::byte* lane_ptr(int reg, int k, int l) const {
+        return f_.ptrs[reg] + l * leaf_bytes_[k];
+    }
+    // memcpy of 1, 2, 4 or 8 bytes, inlined (these run once per lane in carry chains).
+    static void copy_value(void* d, const void* s, int bytes) {
+        switch (bytes) {
+            case 1: std::memcpy(d, s, 1); break;
+            case 2: std::memcpy(d, s, 2); break;
+            case 4: std::memcpy(d, s, 4); break;
+            default: std::memcpy(d, s, 8); break;
+        }
+    }
+    void read_lane(const std::vector<int>& regs, int l, std::uint64_t* out) const {
+        for (std::size_t k = 0; k < regs.size(); ++k) {
+            out[k] = 0;
+            copy_value(&out[k], lane_ptr(regs[k], static_cast<int>(k), l), leaf_bytes_[k]);
+        }
+    }
+    void write_lane(const std::vector<int>& regs, int l, const std::uint64_t* in) {
+        for (std::size_t k = 0; k < regs.size(); ++k)
+            copy_value(lane_ptr(regs[k], static_cast<int>(k), l), &in[k], leaf_bytes_[k]);
+    }
+    void copy_lane(const std::vector<int>& from, const std::vector<int>& to, int l) {
+        for (std::size_t k = 0; k < from.size(); ++k)
+            copy_value(lane_ptr(to[k], static_cast<int>(k), l),
+                       lane_ptr(from[k], static_cast<int>(k), l), leaf_bytes_[k]);
+    }
+
+    struct AlignedDelete {
+        void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    };
+
+    const StageCode& code_;
+    const Layout& L_;
+    int width_;  // lanes per group; the tiles' row length
+    int tile_;   // steps per gathered tile
+    int reg_bytes_;  // bytes per register: width_ lanes of 8 bytes, 64-byte aligned
+    std::byte* staging_ = nullptr;  // two rows per output slot, for streaming stores
+    std::vector<std::byte> rows_;   // scatter_stream's 8 rows
+    std::unique_ptr<std::byte[], AlignedDelete> regs_;
+    std::byte* scratch_ = nullptr;  // 5 registers per leaf after the code's registers
+    int flip_ = 0;                  // which carry scratch the next step writes
+    std::vector<std::byte*> spill_;  // per leaf: output row to copy the carry to, or null
+    std::vector<std::byte*> fold_saved_;  // carry, x, next pointers while folding
+    bool folding_ = false;
+    Frame f_;
+    int n_ = 0;
+    std::vector<std::int64_t> start_;  // per lane: walking step of its first element
+    std::vector<RowWalk> in_walk_, out_walk_;
+    std::vector<std::vector<std::byte>> local_tile_;  // Mode::Local: per leaf, a tile of carries
+    std::vector<std::byte*> local_base_;
+    std::vector<std::int64_t> local_off_;
+    int local_dir_ = 1;
+    std::vector<std::vector<std::int64_t>> in_off_, out_off_;
+    std::vector<bool> in_contig_, out_contig_;
+    std::vector<std::int64_t> in_stride_, out_stride_;  // lane stride, or kIrregular
+    std::vector<std::vector<std::byte>> in_tile_, out_tile_;
+    std::vector<int> leaf_bytes_;
+};
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// A thread's part of a superblock: groups of lanes in chain order.
+struct Piece {
+    int lanes;
+    std::int64_t start, steps;  // lane l covers [start + l*steps, start + (l+1)*steps)
+};
+
+// Split-B: sub-ranges of one line, as many lanes as fit. Lane lengths are odd multiples of 16
+// elements when long, so the lanes' addresses fall in different cache sets.
+inline std::vector<Piece> split_range(std::int64_t a, std::int64_t b, int max_lanes = kSubLanes) {
+    std::vector<Piece> pieces;
+    for (std::int64_t n = b - a; n > 0;) {
+        int lanes = static_cast<int>(std::clamp<std::int64_t>(n / 16, 1, max_lanes));
+        std::int64_t c = n / lanes;
+        if (lanes == kSubLanes && c >= 32) c = ((c / 16 - 1) | 1) * 16;
+        pieces.push_back({lanes, a, c});
+        a += lanes * c;
+        n -= lanes * c;
+    }
+    return pieces;
+}
+
+// The fix-up scheme (run_fixup.cpp), for a split line of a generic (not one-op) stage whose
+// outputs all store leaves unchanged: phase 1 scans each lane without a carry into a local
+// buffer in L2 (Mode::Local), the lanes' totals are chained in order, and each lane's result is
+// then carry ∘ local over contiguous positions (Worker::fixup): no tile transposes and no
+// per-step dispatch in phase 3. Reassociates, so never for `ordered` runs.
+
+// The direction of the outputs along the walking dim (+1 or -1; all alike) when the stage can
+// be fixed up, else 0.
+int fixup_dir(const StageCode& code, const Layout& L);
+
+// One thread's local scans: per leaf, `steps` positions of its compute dtype, walking step t at
+// element origin + dir * t (Worker::set_local).
+class LocalScans {
+public:
+    LocalScans(const StageCode& code, const Layout& L, int dir);
+    // Buffers for walking steps [a, b).
+    void cover(std::int64_t a, std::int64_t b);
+    // For set_local.
+    std::byte* const* bases() const { return base_.data(); }
+    std::int64_t origin() const { return origin_; }
+    int dir() const { return dir_; }
+    // Phase 3 of `lanes` consecutive lanes of `n` walking steps from s0 on `line`, lane l with
+    // carries[l] (all set), or of one lane without a carry (the line's first: carries null).
+    void fix_lanes(Worker& fw, std::int64_t line, std::int64_t s0, std::int64_t n, int lanes,
+                   const std::uint64_t* const* carries);
+
+private:
+    const StageCode& code_;
+    const Layout& L_;
+    int dir_;
+    std::int64_t origin_ = 0;
+    std::vector<std::vector<std::byte>> buf_;
+    std::vector<std::byte*> base_, at_, out_at_;
+    std::vector<const std::uint64_t*> runs_;  // carries in memory order
+    std::vector<int> bytes_;
+};
+
+// Phase 3 of a piece whose lanes' carries are `carry` entries i.. (`has` unset only for a
+// line's first lane).
+void fix_piece(LocalScans& local, Worker& fw, std::int64_t line, const Piece& pc, LaneValues& carry,
+               int i, std::vector<const std::uint64_t*>& ptrs);
+
+}  // namespace scanc::cpu
