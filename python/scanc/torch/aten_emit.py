@@ -14,12 +14,10 @@ import torch
 import torch.fx as fx
 
 from . import ir
+from .trace import DTYPE_NAMES
 
 aten = torch.ops.aten
-DTYPES = {"bool": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
-          "i64": torch.int64, "u8": torch.uint8, "f16": torch.float16,
-          "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}
-DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}  # scanc name -> torch dtype
 
 
 class Emitter:

@@ -21,8 +21,8 @@ import torch
 import torch.fx as fx
 
 from . import ir
-from .aten_emit import DTYPE_NAMES
 from .lower_algorithms import ALGORITHMS, CLAMPED, INT_MAX, SAME_SHAPE, lower_scan
+from .trace import DTYPE_NAMES
 
 aten = torch.ops.aten
 

@@ -25,7 +25,7 @@ import scanc
 
 from . import ir
 from .derive import derivative
-from .trace import _DTYPE_NAMES
+from .trace import DTYPE_NAMES
 
 _CACHE: dict[tuple, "CompiledScan"] = {}
 _LOCK = threading.Lock()
@@ -39,7 +39,7 @@ class CompiledScan:
 
 
 def dtype_name(t: torch.Tensor) -> str:
-    name = _DTYPE_NAMES.get(t.dtype)
+    name = DTYPE_NAMES.get(t.dtype)
     if name is None:
         raise ValueError(f"associative_scan: dtype {t.dtype} is not supported by scanc")
     return name
@@ -105,6 +105,7 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
     """The compiled forward scan; ValueError (with a counterexample) when the combine is not
     associative, or when its types do not fit the leaves."""
     def build() -> CompiledScan:
+        combine = ir.combine_text(text)
         rank = xs[0].ndim
         params = [_param(f"x{i}", x, rank, True) for i, x in enumerate(xs)]
         params += [_param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
@@ -113,7 +114,7 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
         lhs = f"({outs})" if len(xs) > 1 else outs
         cap = ", ".join(f"c{k}" for k in range(len(captured)))
         tail = (" reverse" if reverse else "") + (f" with ({cap})" if captured else "")
-        program = (f"{ir.combine_text(text)}program forward({', '.join(params)}) {{\n"
+        program = (f"{combine}program forward({', '.join(params)}) {{\n"
                    f"  {lhs} = scan combine_fn({leaves}) dim={dim}{tail}\n"
                    f"  return {outs}\n}}\n")
         module = _load(program, "associative_scan")
@@ -121,8 +122,7 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
             module.check()
         except ValueError as e:
             raise ValueError(f"associative_scan: combine_fn is not associative (or does not "
-                             f"fit the leaves): {e}\nThe traced combine:\n"
-                             f"{ir.combine_text(text)}") from None
+                             f"fit the leaves): {e}\nThe traced combine:\n{combine}") from None
         return CompiledScan(module, "forward", [])
 
     return _compiled(_signature("forward", text, xs, captured, dim, reverse), build)

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from . import pytrees
 
-_DTYPE_NAMES = {
+DTYPE_NAMES = {  # torch dtype -> scanc dtype name
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
     torch.int64: "i64", torch.uint8: "u8", torch.float16: "f16", torch.bfloat16: "bf16",
     torch.float32: "f32", torch.float64: "f64",
@@ -230,7 +230,7 @@ def _call(rec: _Recorder, fn: str, args) -> Tracer:
 
 
 def _cast(rec: _Recorder, x, dtype) -> Tracer:
-    name = _DTYPE_NAMES.get(dtype)
+    name = DTYPE_NAMES.get(dtype)
     if name is None:
         raise ValueError(f"associative_scan: casting to {dtype} inside a combine is not "
                          f"supported")
