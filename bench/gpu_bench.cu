@@ -150,7 +150,8 @@ std::vector<float> to_host(const float* p, long long n) {
 // Tuning sweep: % of copy of each case under each SCANC_CUDA_TUNING (`table` = the built-in
 // table), each result checked against a host scan: sums of integers in {-1, 0, 1} exactly (every
 // partial sum is an integer far below 2^24), affine within 1e-3 relative. A wrong result prints
-// WRONG in place of the figure.
+// WRONG in place of the figure. SWEEP_ONLY=TEXT keeps the cases whose name contains TEXT (one
+// case under a profiler).
 int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts, cudaStream_t s) {
     struct C {
         std::string name;
@@ -164,9 +165,12 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"sum 1-D 2^20 (us)", sum_combine(), {1 << 20}, 0},
                  {"affine rows", affine_combine(), {8192, 4096}, 1},
                  {"affine (2,4096,1024) d1", affine_combine(), {2, 4096, 1024}, 1},
-                 {"affine 1-D", affine_combine(), {1ll << 28}, 0}};
+                 {"affine 1-D", affine_combine(), {1ll << 28}, 0},
+                 {"sum 2^18 rows of 128", sum_combine(), {1 << 18, 128}, 1}};
+    const char* only = std::getenv("SWEEP_ONLY");
     std::vector<std::vector<std::string>> cells(n_tunings);
     for (auto& c : cases) {
+        if (only && c.name.find(only) == std::string::npos) continue;
         long long n = 1, outer = 1, inner = 1;
         for (std::size_t j = 0; j < c.shape.size(); ++j) {
             n *= c.shape[j];
@@ -214,10 +218,11 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
         for (float* p : bufs) cudaFree(p);
     }
     unsetenv("SCANC_CUDA_TUNING");
-    std::printf("\n| tuning rt,ri,rw,cw,cr,cwin,mb |");
-    for (auto& c : cases) std::printf(" %s |", c.name.c_str());
+    std::printf("\n| SCANC_CUDA_TUNING |");
+    for (auto& c : cases)
+        if (!only || c.name.find(only) != std::string::npos) std::printf(" %s |", c.name.c_str());
     std::printf("\n|---|");
-    for (std::size_t j = 0; j < std::size(cases); ++j) std::printf("---|");
+    for (std::size_t j = 0; j < cells[0].size(); ++j) std::printf("---|");
     for (int i = 0; i < n_tunings; ++i) {
         std::printf("\n| %s |", tunings[i]);
         for (auto& cell : cells[i]) std::printf(" %s |", cell.c_str());
@@ -309,6 +314,7 @@ int main(int argc, char** argv) {
     bench("affine 1-D 2^28", affine_combine(), {big}, 0, 0.85);
     bench("max 1-D 2^28", max_combine(), {big}, 0, 0);
     bench("sum 1-D 2^20", sum_combine(), {1 << 20}, 0, 0);
+    bench("sum 2^18 rows of 128", sum_combine(), {1 << 18, 128}, 1, 0);
 
     std::string table = "| case | scanc us | scanc GB/s | % of copy | target | CUB GB/s | CUB % of copy |\n"
                         "|---|---|---|---|---|---|---|\n";

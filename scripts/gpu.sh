@@ -5,8 +5,10 @@
 #   scripts/gpu.sh [OUTDIR]        (default: build-gpu/results)
 # Environment: SKIP_PEERS=1 skips the Python peers; SKIP_SANITIZER=1 skips compute-sanitizer;
 # SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py;
-# SWEEP="rt,ri,rw,cw,cr,cwin,mb ... [table]" adds a tuning sweep whose results are checked (see
-# src/backends/cuda/tuning.h); GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
+# SWEEP="table rows=128x32,mb=4 ..." adds a tuning sweep whose results are checked (the
+# SCANC_CUDA_TUNING overrides of src/backends/cuda/tuning.h); NCU="CASE|KERNEL-REGEX;..." profiles
+# one launch of each such sweep case with Nsight Compute (stall reasons, occupancy, memory);
+# GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
 set -uo pipefail
@@ -41,11 +43,24 @@ fi
 
 log "benchmark"
 rm -rf "$SCANC_CACHE_DIR"/*
-timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log"
+timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$BUILD/bench.log"
 
 if [ -n "${SWEEP:-}" ]; then
   log "tuning sweep"
   timeout ${SWEEP_TIMEOUT:-200} $BUILD/gpu_bench --sweep $SWEEP 2>&1 | tee "$OUT/sweep.md"
+fi
+
+if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then
+  IFS=";" read -ra NCU_RUNS <<< "$NCU"
+  for run in "${NCU_RUNS[@]}"; do
+    log "ncu: $run"
+    IFS="|" read -r NCU_CASE NCU_KERNEL <<< "$run"
+    SWEEP_ONLY="$NCU_CASE" timeout ${NCU_TIMEOUT:-150} ncu --clock-control none -k regex:"$NCU_KERNEL" \
+        --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+        --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+        $BUILD/gpu_bench --sweep table >> "$OUT/ncu.txt" 2>&1
+    grep -vE "^==PROF==|^ *-+ *$" "$OUT/ncu.txt" | grep -E "scanc_|Duration|Throughput|Issued Warp|Eligible Warps|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|Theoretical Occ|stalled" | tail -14
+  done
 fi
 
 log "first launch: new process, cold then warm disk cache"
@@ -68,7 +83,7 @@ fi
 
 if [ -z "${SKIP_PEERS:-}" ]; then
   log "peers (torch, torch.compile, jax)"
-  PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/gpu_peers.py "$OUT/peers.md" --budget ${PEERS_BUDGET:-300} 2>&1 | grep -v Warning | tee "$OUT/peers.log" | tail -60
+  PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/gpu_peers.py "$OUT/peers.md" --budget ${PEERS_BUDGET:-300} 2>&1 | grep -v Warning | tee "$BUILD/peers.log" | tail -60
 fi
 
 if [ -z "${SKIP_TORCH:-}" ]; then

@@ -208,13 +208,17 @@ program p(x: f32[M, N]) {
     EXPECT_TRUE(close(back, want[0], 0, 0));
 }
 
+// Sets SCANC_CUDA_TUNING for a scope (the overrides apply to every state size).
+struct TuningOverride {
+    explicit TuningOverride(const char* t) { setenv("SCANC_CUDA_TUNING", t, 1); }
+    ~TuningOverride() { unsetenv("SCANC_CUDA_TUNING"); }
+};
+
 TEST_F(CudaDifferential, RowTilesBeyondStaticSharedMemoryMatch) {
     // 256 x 32 items of a 2-word state: a 67 KB transpose, past the 48 KB static limit, so the
-    // launch opts in to dynamic shared memory (the override applies to every state size).
-    struct Override {
-        Override() { setenv("SCANC_CUDA_TUNING", "256,32,256,8,16,8,2", 1); }
-        ~Override() { unsetenv("SCANC_CUDA_TUNING"); }
-    } tuning;
+    // launch opts in to dynamic shared memory, in the look-back rows kernel (8193, 40961) and
+    // the resident one (8191).
+    TuningOverride tuning("rows=256x32,mb=2,res=256x32,rmb=1");
     auto program = parse_program(R"(
 combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
 combine add(a | b) { return a + b }
@@ -232,6 +236,49 @@ program p(a: f32[M, N], b: f32[M, N], x: i64[M, N]) {
                                   random_tensor(DType::F32, {m, n}, rng, offset),
                                   random_tensor(DType::I64, {m, n}, rng)},
                                  1e-4, 1e-5);
+    }
+}
+
+TEST_F(CudaDifferential, ManyShortRowsMatchAcrossResidentGridIterations) {
+    // More rows than the resident grid holds at once, so each block or warp scans several rows
+    // and prefetches the next: rows of at most 32 x items go one per warp (33, 512), longer
+    // ones one per block (513, 1000, 4096), both directions.
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
+program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
+  s = scan add(x) dim=1
+  r = scan add(x) dim=1 reverse
+  (pa, pb) = scan affine(a, b) dim=1 reverse
+  return s, r, pb
+}
+)");
+    Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
+    for (auto [m, n] : {std::pair{70001, 33}, {20011, 512}, {3001, 513}, {2003, 1000}, {1031, 4096}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+        expect_matches_reference(program,
+                                 {random_tensor(DType::F32, {m, n}, rng),
+                                  random_tensor(DType::F32, {m, n}, rng, coefficient),
+                                  random_tensor(DType::F32, {m, n}, rng, offset)},
+                                 1e-4, 1e-5);
+    }
+}
+
+TEST_F(CudaDifferential, TicketedTilesMatch) {
+    // Tile ids from the atomic ticket instead of the block index, in the look-back rows and the
+    // cols kernels.
+    TuningOverride tuning("tickets=1");
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: f32[M, N]) {
+  r = scan add(x) dim=1
+  c = scan add(x) dim=0 reverse
+  return r, c
+}
+)");
+    for (auto [m, n] : {std::pair{1, (1 << 20) + 3}, {3, 65537}, {4097, 67}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+        expect_matches_reference(program, {random_tensor(DType::F32, {m, n}, rng)});
     }
 }
 

@@ -24,6 +24,7 @@ namespace scanc::cuda {
     X(cuModuleGetFunction, "cuModuleGetFunction")       \
     X(cuFuncGetAttribute, "cuFuncGetAttribute")         \
     X(cuFuncSetAttribute, "cuFuncSetAttribute")         \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor") \
     X(cuLaunchKernel, "cuLaunchKernel")                 \
     X(cuMemAlloc, "cuMemAlloc_v2")                      \
     X(cuMemFree, "cuMemFree_v2")                        \

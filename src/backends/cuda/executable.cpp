@@ -165,24 +165,18 @@ private:
         return v;
     }
 
-    // Kernel argument block: size[R], in[NIN] {ptr, stride[R]}, out[NOUT] {...}, scan params.
+    // Kernel argument block: size[R], in[NIN] {ptr, byte stride[R]}, out[NOUT] {...}, scan params.
     std::vector<i64> pack(const Stage& s, const std::vector<i64>& shape) {
         std::size_t rank = std::max<std::size_t>(shape.size(), 1);
         std::vector<i64> args(rank, 1);
         std::copy(shape.begin(), shape.end(), args.begin());
-        auto put = [&](CUdeviceptr ptr, const std::vector<i64>& strides) {
-            args.push_back(static_cast<i64>(ptr));
-            args.insert(args.end(), strides.begin(), strides.end());
+        auto put = [&](const DeviceView& v) {
+            args.push_back(static_cast<i64>(v.ptr));
+            for (i64 stride : broadcast_strides(v, shape)) args.push_back(stride * static_cast<i64>(dtype_size(v.dtype)));
         };
-        for (auto& a : s.inputs) {
-            DeviceView v = source_view(a);
-            put(v.ptr, broadcast_strides(v, shape));
-        }
-        if (s.inputs.empty()) put(0, std::vector<i64>(rank, 0));
-        for (auto& o : s.outputs) {
-            DeviceView v = target_view(o.target);
-            put(v.ptr, broadcast_strides(v, shape));
-        }
+        for (auto& a : s.inputs) put(source_view(a));
+        if (s.inputs.empty()) put(DeviceView{0, DType::F32, {}, {}});
+        for (auto& o : s.outputs) put(target_view(o.target));
         return args;
     }
 
@@ -205,7 +199,18 @@ private:
             for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
             int nw = stage_state_words(s);
             i64 chunks, groups = 1, status_words;
-            if (inner == 1) {
+            const Tuning& t = k.tuning;
+            if (inner == 1 && len <= static_cast<i64>(t.res_threads) * t.res_items) {
+                // One tile per row: a resident grid strides over the rows (a row per warp when
+                // it fits a warp's segment), no look-back.
+                smem = k.resident_smem;
+                chunks = 1;
+                i64 per_block = len <= 32 * t.res_items ? t.res_threads / 32 : 1;
+                blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * k.resident_per_sm);
+                threads = static_cast<unsigned>(t.res_threads);
+                status_words = 0;
+                fn = k.resident;
+            } else if (inner == 1) {
                 smem = k.rows_smem;
                 chunks = ceil_div(len, static_cast<i64>(k.tuning.row_threads) * k.tuning.row_items);
                 blocks = outer * chunks;
@@ -291,8 +296,16 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
         if (s.is_scan) {
             SCANC_CU(cuModuleGetFunction, &k.rows, module, cat("scanc_rows_", s.id).c_str());
             SCANC_CU(cuModuleGetFunction, &k.cols, module, cat("scanc_cols_", s.id).c_str());
-            k.rows_smem = static_cast<unsigned>(rows_smem_bytes(k.tuning, stage_state_words(s)));
+            SCANC_CU(cuModuleGetFunction, &k.resident, module, cat("scanc_resident_", s.id).c_str());
+            const Tuning& t = k.tuning;
+            int nw = stage_state_words(s);
+            k.rows_smem = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, t.row_items, nw));
             allow_dynamic_smem(k.rows, k.rows_smem, info);
+            k.resident_smem = static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
+            allow_dynamic_smem(k.resident, k.resident_smem, info);
+            SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.resident_per_sm, k.resident, t.res_threads,
+                     k.resident_smem);
+            k.resident_per_sm = std::max(k.resident_per_sm, 1);
         } else {
             SCANC_CU(cuModuleGetFunction, &k.map, module, cat("scanc_map_", s.id).c_str());
         }

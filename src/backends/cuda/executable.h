@@ -21,9 +21,10 @@ public:
 
 private:
     struct Kernels {
-        CUfunction rows = nullptr, cols = nullptr, map = nullptr;
+        CUfunction rows = nullptr, resident = nullptr, cols = nullptr, map = nullptr;
         Tuning tuning;
-        unsigned rows_smem = 0;  // dynamic shared memory of a rows launch (its transpose)
+        unsigned rows_smem = 0, resident_smem = 0;  // dynamic shared memory (the transposes)
+        int resident_per_sm = 0;                    // blocks of the resident kernel per SM
     };
     class Run;  // one run's allocations and launches (executable.cpp)
 

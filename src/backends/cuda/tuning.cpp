@@ -15,58 +15,93 @@ struct Row {
     Tuning tuning;
 };
 
+Tuning entry(int rt, int ri, int rw, int cw, int cr, int cwin, int mb, int cmb, int res_t, int res_i, int res_mb) {
+    Tuning t;
+    t.row_threads = rt, t.row_items = ri, t.row_window = rw;
+    t.col_warps = cw, t.col_rows = cr, t.col_window = cwin;
+    t.min_blocks = mb, t.col_min_blocks = cmb;
+    t.res_threads = res_t, t.res_items = res_i, t.res_min_blocks = res_mb;
+    return t;
+}
+
 // First match wins. Threads x items shrink as the state grows, to keep registers and the
-// shared-memory transpose (threads x items x words x 4 bytes, rows_smem_bytes) within budget.
+// shared-memory transpose (threads x items x words x 4 bytes) within budget.
 const Row kTable[] = {
-    // H200 sweep (docs/benchmarks.md): 256x32 at 2 blocks/SM halves the tiles but a 4096 row
-    // fills half a tile (sum rows 60 -> 34%), so 4-byte states keep 256x16 at 4 blocks/SM.
-    // 8-byte states: 128x32 rows at 4 blocks/SM hold 16K states in flight per SM against 12K
-    // (affine rows 62.5 -> 70.3%, 1-D 32.5 -> 36.2%); their cols kernel keeps 3 blocks/SM.
-    {1, 90, {256, 16, 256, 8, 16, 8, 256, 4}},
-    {2, 90, {128, 32, 256, 8, 16, 8, 256, 4, 3}},
-    {1, 0, {256, 12, 128, 8, 12, 8, 256, 2}},
-    {2, 0, {256, 12, 128, 8, 12, 8, 256, 2}},
-    {4, 0, {256, 8, 128, 8, 8, 8, 256, 1}},
-    {8, 0, {128, 4, 128, 4, 8, 8, 256, 1}},
-    {1 << 30, 0, {64, 2, 64, 4, 4, 8, 256, 1}},
+    // H200 sweeps (docs/benchmarks.md, 2026-11-30): look-back rows of 128x32 with a window of
+    // 128 tiles at 8 blocks/SM (4-byte states; 64 registers) or 64 tiles at 4 blocks/SM (8-byte
+    // states spill at 8), cols tiles of 8 warps x 32 steps at 2 blocks/SM with a window of 4,
+    // resident rows of 256x16 (3 blocks/SM for 4-byte states, 2 for 8-byte).
+    {1, 90, entry(128, 32, 128, 8, 32, 4, 8, 2, 256, 16, 3)},
+    {2, 90, entry(128, 32, 64, 8, 32, 4, 4, 2, 256, 16, 2)},
+    {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
+    {2, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 8, 2)},
+    {4, 0, entry(256, 8, 128, 8, 8, 8, 1, 0, 256, 4, 1)},
+    {8, 0, entry(128, 4, 128, 4, 8, 8, 1, 0, 128, 4, 1)},
+    {1 << 30, 0, entry(64, 2, 64, 4, 4, 8, 1, 0, 64, 2, 1)},
 };
+
+[[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
+    throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
+                           "with keys rows=TxI, window=W, cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
+                           "tickets=0|1, e.g. rows=128x32,mb=4"));
+}
+
+// Applies "key=value,..." to `t`.
+void apply_overrides(Tuning& t, const std::string& env) {
+    std::istringstream fields(env);
+    for (std::string field; std::getline(fields, field, ',');) {
+        auto eq = field.find('=');
+        if (eq == std::string::npos) bad_tuning(env, cat("`", field, "` has no `=`"));
+        std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+        auto number = [&](const std::string& text) {
+            char* end = nullptr;
+            long v = std::strtol(text.c_str(), &end, 10);
+            if (text.empty() || *end || v <= 0 || v > 4096) bad_tuning(env, cat("`", field, "`: not a count"));
+            return static_cast<int>(v);
+        };
+        auto pair = [&](int& a, int& b) {
+            auto x = value.find('x');
+            if (x == std::string::npos) bad_tuning(env, cat("`", field, "`: expected AxB"));
+            a = number(value.substr(0, x)), b = number(value.substr(x + 1));
+        };
+        if (key == "rows") pair(t.row_threads, t.row_items);
+        else if (key == "window") t.row_window = number(value);
+        else if (key == "cols") pair(t.col_warps, t.col_rows);
+        else if (key == "cwin") t.col_window = number(value);
+        else if (key == "mb") t.min_blocks = number(value);
+        else if (key == "cmb") t.col_min_blocks = number(value);
+        else if (key == "res") pair(t.res_threads, t.res_items);
+        else if (key == "rmb") t.res_min_blocks = number(value);
+        else if (key == "tickets" && (value == "0" || value == "1")) t.tickets = value == "1";
+        else bad_tuning(env, cat("unknown key or value in `", field, "`"));
+    }
+    if (t.row_threads % 32 || t.res_threads % 32 || t.row_window % 32)
+        bad_tuning(env, "threads and window must be multiples of 32");
+}
 
 }  // namespace
 
 std::string Tuning::str() const {
     return cat("rows ", row_threads, "x", row_items, " w", row_window, ", cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
-               cols_min_blocks());
+               cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
+               tickets ? ", tickets" : "");
 }
 
 Tuning choose_tuning(int state_words, int cc) {
-    if (const char* env = std::getenv("SCANC_CUDA_TUNING"); env && *env) {
-        Tuning t;
-        int* fields[] = {&t.row_threads, &t.row_items, &t.row_window, &t.col_warps, &t.col_rows,
-                         &t.col_window, &t.min_blocks};
-        std::istringstream in(env);
-        for (int* f : fields) {
-            char comma;
-            if (!(in >> *f) || (in.peek() == ',' && !(in >> comma)))
-                throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "` does not parse; expected ",
-                                       "rt,ri,rw,cw,cr,cwin,mb, e.g. 256,16,256,8,16,8,3"));
-        }
-        if (in.peek() == ',') in.get();
-        if (in.peek() != std::char_traits<char>::eof() && !(in >> t.col_min_blocks))
-            throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: the optional 8th field (cols min blocks) ",
-                                   "does not parse"));
-        if (t.row_threads % 32 || t.row_window % 32 || t.row_window < 32)
-            throw RuntimeError("SCANC_CUDA_TUNING: threads and window must be multiples of 32");
-        return t;
-    }
+    Tuning t = kTable[std::size(kTable) - 1].tuning;
     for (const Row& r : kTable)
-        if (state_words <= r.max_words && cc >= r.min_cc) return r.tuning;
-    return kTable[std::size(kTable) - 1].tuning;
+        if (state_words <= r.max_words && cc >= r.min_cc) {
+            t = r.tuning;
+            break;
+        }
+    if (const char* env = std::getenv("SCANC_CUDA_TUNING"); env && *env) apply_overrides(t, env);
+    return t;
 }
 
-int rows_smem_bytes(const Tuning& t, int state_words) {
-    int seg = 32 * t.row_items;
-    return t.row_threads / 32 * state_words * (seg + seg / 32) * 4;
+int transpose_smem_bytes(int threads, int items, int state_words) {
+    int seg = 32 * items;
+    return threads / 32 * state_words * (seg + seg / 32) * 4;
 }
 
 }  // namespace scanc::cuda

@@ -22,17 +22,26 @@ struct Tuning {
     // The same for the cols kernel; 0: min_blocks.
     int col_min_blocks = 0;
     int cols_min_blocks() const { return col_min_blocks ? col_min_blocks : min_blocks; }
+    // Resident rows kernel (rows of at most res_threads x res_items elements, no look-back): a
+    // grid of resident blocks, each prefetching its next row; its own registers budget.
+    int res_threads = 256;
+    int res_items = 16;
+    int res_min_blocks = 2;
+    // Tile ids from an atomic ticket instead of blockIdx.x (forward progress that does not rely
+    // on blocks starting in index order; costs a round trip before a tile's loads).
+    bool tickets = false;
 
-    std::string str() const;  // "rows 256x16 w256, cols 8x16 w16, map 256"
+    std::string str() const;  // "rows 256x16 w256, cols 8x16 w16, map 256, ..."
 };
 
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
-// SCANC_CUDA_TUNING="rt,ri,rw,cw,cr,cwin,mb[,cmb]" (the fields in order, map threads excepted;
-// cmb defaults to mb) overrides the table, for tuning sweeps; RuntimeError if it does not parse.
+// SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
+// key=value with keys rows=TxI, window=W, cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N,
+// tickets=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 
-// Bytes of dynamic shared memory the rows kernel needs for its transpose: one padded segment of
-// 32 x row_items words per warp and state word. Above 48 KB the launch must opt in.
-int rows_smem_bytes(const Tuning& t, int state_words);
+// Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words
+// per warp and state word. Above 48 KB the launch must opt in.
+int transpose_smem_bytes(int threads, int items, int state_words);
 
 }  // namespace scanc::cuda

@@ -63,13 +63,14 @@ private:
         internal_error(cat("cuda codegen: stage ", s_.id, " has no access for a ", n->op));
     }
 
-    std::string access_load(const Node* n, const std::string& off_of_k) {
+    // A load of access n at `ptr_of_k` + `off_of_k` (byte offsets; '#' = the access index).
+    std::string access_load(const Node* n, const std::string& ptr_of_k, const std::string& off_of_k) {
         int k = access_index(n);
-        return load_text(cat("a.in[", k, "].ptr"), with_index(off_of_k, k), s_.inputs[k].dtype);
+        return load_text(with_index(ptr_of_k, k), with_index(off_of_k, k), s_.inputs[k].dtype);
     }
 
-    // Offsets of every access and output at coordinates `coords` (a scan's dim excluded: the
-    // kernel adds t * stride per step).
+    // Byte offsets of every access and output at coordinates `coords` (a scan's dim excluded:
+    // the kernel's cursors step along it).
     void emit_offsets(const char* coords) {
         for (std::size_t k = 0; k < s_.inputs.size(); ++k) emit_offset("x.bin", "a.in", k, coords);
         for (std::size_t k = 0; k < s_.outputs.size(); ++k) emit_offset("x.bout", "a.out", k, coords);
@@ -96,7 +97,9 @@ private:
              << "    static constexpr int ROW_THREADS = " << tuning_.row_threads
              << ", ROW_ITEMS = " << tuning_.row_items << ", ROW_WINDOW = " << tuning_.row_window
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
-             << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n";
+             << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n"
+             << "    static constexpr int RES_THREADS = " << tuning_.res_threads << ", RES_ITEMS = " << tuning_.res_items
+             << ";\n    static constexpr bool TICKETS = " << (tuning_.tickets ? "true" : "false") << ";\n";
         out_ << "    struct State {";
         for (std::size_t i = 0; i < leaves.size(); ++i) out_ << " " << compute_ctype(leaves[i]) << " v" << i << ";";
         out_ << " };\n    struct Cap {";
@@ -115,40 +118,42 @@ private:
         out_ << "        c[D] = 0;\n";
         emit_offsets("c");
         {
-            ExprEmitter e(out_, "        ", "q", program_type, [&](const Node* n) { return access_load(n, "x.bin[#]"); });
+            ExprEmitter e(out_, "        ", "q", program_type,
+                          [&](const Node* n) { return access_load(n, "a.in[#].ptr", "x.bin[#]"); });
             for (std::size_t i = 0; i < captured.size(); ++i)
                 out_ << "        x.cap.c" << i << " = " << e.value_as(scan->inputs[attr.num_leaves + i].get(), captured[i]) << ";\n";
         }
         out_ << "    }\n";
-        // load: the fused prologue, the leaves at step t.
-        out_ << "    static __device__ __forceinline__ State load(const Args& a, const Ctx& x, i64 t) {\n";
+        // load: the fused prologue, the leaves at the cursor's step.
+        out_ << "    typedef Cursor<NIN, NOUT> Cur;\n"
+             << "    static __device__ __forceinline__ State load(const Cur& c) {\n";
         {
             ExprEmitter e(out_, "        ", "p", program_type,
-                          [&](const Node* n) { return access_load(n, "x.bin[#] + t * a.in[#].stride[D]"); });
+                          [&](const Node* n) { return access_load(n, "c.in[#]", "0"); });
             std::vector<std::string> vals;
             for (int i = 0; i < attr.num_leaves; ++i) vals.push_back(e.value_as(scan->inputs[i].get(), leaves[i]));
             out_ << "        State s;\n";
             for (std::size_t i = 0; i < vals.size(); ++i) out_ << "        s.v" << i << " = " << vals[i] << ";\n";
             out_ << "        return s;\n    }\n";
         }
-        // store: the fused epilogue, every output at step t.
-        out_ << "    static __device__ __forceinline__ void store(const Args& a, const Ctx& x, i64 t, const State& s) {\n";
+        // store: the fused epilogue, every output at the cursor's step.
+        out_ << "    static __device__ __forceinline__ void store(const Cur& c, const State& s) {\n";
         {
             ExprEmitter e(out_, "        ", "e", program_type, [&](const Node* n) -> std::string {
                 if (n->op == Op::Project && n->inputs[0].get() == scan) return cat("s.v", n->as<ProjectAttr>().index);
-                return access_load(n, "x.bin[#] + t * a.in[#].stride[D]");
+                return access_load(n, "c.in[#]", "0");
             });
-            emit_stores(e, "x.bout[#] + t * a.out[#].stride[D]");
+            emit_stores(e, "c.out[#]", "0");
         }
         out_ << "    }\n";
     }
 
-    void emit_stores(ExprEmitter& e, const std::string& off_of_k) {
+    void emit_stores(ExprEmitter& e, const std::string& ptr_of_k, const std::string& off_of_k) {
         for (std::size_t k = 0; k < s_.outputs.size(); ++k) {
             const Node* v = s_.outputs[k].value;
             DType t = v->type().dtype;
             std::string val = e.value_as(v, t);
-            out_ << "        st<" << storage_ctype(t) << ">(a.out[" << k << "].ptr, " << with_index(off_of_k, k) << ", "
+            out_ << "        st<" << storage_ctype(t) << ">(" << with_index(ptr_of_k, k) << ", " << with_index(off_of_k, k) << ", "
                  << store_value(val, t) << ");\n";
         }
     }
@@ -205,8 +210,9 @@ private:
              << "    static __device__ __forceinline__ void eval(const Args& a, const i64* c) {\n"
              << "        Ctx x;\n";
         emit_offsets("c");
-        ExprEmitter e(out_, "        ", "m", program_type, [&](const Node* n) { return access_load(n, "x.bin[#]"); });
-        emit_stores(e, "x.bout[#]");
+        ExprEmitter e(out_, "        ", "m", program_type,
+                      [&](const Node* n) { return access_load(n, "a.in[#].ptr", "x.bin[#]"); });
+        emit_stores(e, "a.out[#].ptr", "x.bout[#]");
         out_ << "    }\n";
     }
 
@@ -242,6 +248,9 @@ std::string generate_source(const Plan& plan, int cc) {
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", " << tuning.min_blocks
                 << ") scanc_rows_" << s.id
                 << "(const " << k << "::Args a) { scan_rows<" << k << ">(a); }\n";
+            out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.res_threads << ", "
+                << tuning.res_min_blocks << ") scanc_resident_" << s.id << "(const " << k
+                << "::Args a) { scan_rows_resident<" << k << ">(a); }\n";
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.col_warps * 32 << ", "
                 << tuning.cols_min_blocks()
                 << ") scanc_cols_" << s.id
