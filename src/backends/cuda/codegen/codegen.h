@@ -78,7 +78,8 @@ int stage_state_words(const Stage& stage);
 // per stage, extern "C" kernels.
 std::string generate_source(const Plan& plan, int cc);
 
-std::string_view cuda_prelude();
+std::string_view cuda_prelude();  // scalar semantics, arguments, cursors, look-back words
+std::string_view cuda_kernels();  // the kernel templates (rows, resident rows, cols, map)
 
 // C++ type a dtype computes in (f16/bf16: float) and is stored as (f16/bf16: unsigned short).
 std::string_view compute_ctype(DType t);

@@ -1,0 +1,386 @@
+// The kernel templates of every generated CUDA source, after the prelude: rows (look-back and
+// resident), cols and map. Generated code defines, per stage, a struct K with State, Ctx, Cur,
+// combine, load, store, word conversions and its tuning constants, then instantiates
+// scan_rows<K> / scan_rows_resident<K> / scan_cols<K> / map_kernel<K>.
+#include "codegen.h"
+
+namespace scanc::cuda {
+
+std::string_view cuda_kernels() {
+    return R"CUDA(// ---- rows: scan along a dim with inner extent 1. Each warp owns a segment of 32 x IT
+// consecutive elements: loaded striped (coalesced), transposed through its shared-memory
+// segment so that each thread scans IT consecutive items, then stored striped again. ----
+template <class K, int IT> using Segment = u32[K::NW][32 * IT + IT];  // padded: pad32
+// Lane l of a warp holds its segment's elements l, l + 32, ...: t0 = the lane's first one, and
+// item k is valid when 32 k < nval (32-bit compares; nval = min(end - t0, 32 IT) or 0).
+__device__ __forceinline__ int striped_valid(i64 t0, i64 end, int it) {
+    return t0 >= end ? 0 : (end - t0 >= 32 * it ? 32 * it : (int)(end - t0));
+}
+template <class K, int IT>
+__device__ __forceinline__ void load_striped(const typename K::Args& a, const typename K::Ctx& x, i64 t0,
+                                             int nval, typename K::State (&items)[IT]) {
+    typename K::Cur c = seek<K>(a, x, phys<K>(a.p, t0));
+    const auto s = steps<K>(a, K::REVERSE ? -32 : 32);
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        items[k] = k * 32 < nval ? K::load(c) : typename K::State{};
+        advance<K>(c, s);
+    }
+}
+// Striped -> blocked, then the thread's inclusive scan of its nv valid items and the warp's
+// inclusive scan of thread totals: (ex, exh) is the lane's exclusive warp prefix, (tot, toth) on
+// lane 31 the warp's total.
+template <class K, int IT>
+__device__ __forceinline__ void scan_segment(Segment<K, IT>& sw, typename K::State (&items)[IT], int nv,
+                                             const typename K::Cap& cap, typename K::State& ex, bool& exh,
+                                             typename K::State& tot, bool& toth) {
+    typedef typename K::State S;
+    const int lane = threadIdx.x % 32;
+    __syncwarp();  // the segment's previous readers are done
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        u32 w[K::NW]; K::to_words(items[k], w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) sw[j][pad32(k * 32 + lane)] = w[j];
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        u32 w[K::NW];
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][pad32(lane * IT + k)];
+        items[k] = K::from_words(w);
+    }
+    // agg = the last valid item (a k == nv - 1 select becomes an indexed load that puts items[]
+    // in local memory).
+    S agg = items[0];
+    #pragma unroll
+    for (int k = 1; k < IT; ++k) {
+        items[k] = K::combine(items[k - 1], items[k], cap);
+        if (k < nv) agg = items[k];
+    }
+    bool h = nv > 0;
+    S v = agg;
+    #pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        S o = shfl_state<K>(v, d, true);
+        bool oh = __shfl_up_sync(0xffffffffu, h, d);
+        if (lane >= d && oh) { v = h ? K::combine(o, v, cap) : o; h = true; }
+    }
+    ex = shfl_state<K>(v, 1, true);
+    exh = __shfl_up_sync(0xffffffffu, h, 1) && lane > 0;
+    tot = v;
+    toth = h;
+}
+// pre o items (when ph), blocked -> striped, and the fused epilogue's stores of the lane's
+// valid striped elements (t0 and nval as in load_striped).
+template <class K, int IT>
+__device__ __forceinline__ void store_segment(const typename K::Args& a, const typename K::Ctx& x,
+                                              Segment<K, IT>& sw, typename K::State (&items)[IT], bool ph,
+                                              const typename K::State& pre, i64 t0, int nval) {
+    const int lane = threadIdx.x % 32;
+    if (ph) {
+        #pragma unroll
+        for (int k = 0; k < IT; ++k) items[k] = K::combine(pre, items[k], x.cap);
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        u32 w[K::NW]; K::to_words(items[k], w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) sw[j][pad32(lane * IT + k)] = w[j];
+    }
+    __syncwarp();
+    typename K::Cur c = seek<K>(a, x, phys<K>(a.p, t0));
+    const auto s = steps<K>(a, K::REVERSE ? -32 : 32);
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) {
+        u32 w[K::NW];
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][pad32(k * 32 + lane)];
+        if (k * 32 < nval) K::store(c, K::from_words(w));
+        advance<K>(c, s);
+    }
+}
+template <class K> __device__ __forceinline__ i64 tile_id(const ScanParams& p) {
+    if constexpr (!K::TICKETS) {
+        // Blocks start in increasing index order (CUB's single-pass scan relies on the same), so
+        // a tile's predecessors are running or done and the look-back cannot deadlock.
+        return blockIdx.x;
+    } else {
+        __shared__ u32 s_tile;  // a ticket: forward progress under any block order
+        if (threadIdx.x == 0) s_tile = atomicAdd(p.counter, 1u) - (u32)p.tile_base;
+        __syncthreads();
+        return s_tile;
+    }
+}
+__device__ __forceinline__ int valid_items(i64 first, i64 end, int it) {
+    return first >= end ? 0 : (end - first >= it ? it : (int)(end - first));
+}
+
+// Long rows: a row is split into tiles of THREADS x ITEMS elements chained by a deterministic
+// windowed look-back. Look-back words: the aggregates A of every tile, then the inclusive
+// prefixes P, NW words per tile each, so that a warp's window loads are coalesced.
+template <class K> __device__ void scan_rows(const typename K::Args& a) {
+    typedef typename K::State S;
+    constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
+    constexpr int SEG = 32 * IT, PER = W / 32;
+    constexpr i64 TILE = (i64)T * IT;
+    Segment<K, IT>* xchg = reinterpret_cast<Segment<K, IT>*>(sc_dyn_smem);
+    __shared__ u32 s_tot[WARPS][K::NW];
+    __shared__ int s_has[WARPS];
+    __shared__ u32 s_pre[K::NW];
+    __shared__ u32 s_win[K::NW][W + W / 32];  // the window's aggregates, in tile order (pad32)
+    const ScanParams& p = a.p;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const i64 tile = tile_id<K>(p), row = tile / p.chunks, chunk = tile % p.chunks;
+    const i64 start = chunk * TILE, end = start + TILE < p.len ? start + TILE : p.len;
+    typename K::Ctx x;
+    K::row_base(a, row, 0, x);
+    const u32 epoch = (u32)p.epoch;
+    // Deterministic look-back: the prefix of chunk c is always P(ws - 1) o A(ws) o ... o A(c - 1),
+    // ws = c rounded down to the window; the same association on every run. Warp 0 issues the
+    // loads of those words now, so they travel while the tile's data does: load j of lane l
+    // reads A(ws + 32 j + l).
+    const bool lookback = warp == 0 && chunk > 0;
+    const i64 ws = chunk / W * W;
+    const int nwin = lookback && chunk - ws > lane ? (int)((chunk - ws - lane + 31) / 32) : 0;
+    u64* const a_row = p.status + (u64)(tile - chunk) * K::NW;
+    u64* const p_row = a_row + (u64)p.outer * p.chunks * K::NW;
+    auto a_of = [&](int j) { return a_row + (u64)(ws + j * 32 + lane) * K::NW; };
+    auto p_of = [&](int) { return p_row + (u64)(ws - 1) * K::NW; };
+    u64 raw[PER][K::NW], praw[1][K::NW];
+    issue_window<K, PER>(nwin, a_of, epoch, raw);
+    issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
+    const i64 wbase = start + (i64)warp * SEG;
+    const int nval = striped_valid(wbase + lane, end, IT);
+    S items[IT];
+    load_striped<K, IT>(a, x, wbase + lane, nval, items);
+    S ex, v;
+    bool exh, h;
+    scan_segment<K, IT>(xchg[warp], items, valid_items(wbase + (i64)lane * IT, end, IT), x.cap, ex, exh, v, h);
+    if (lane == 31) {
+        u32 w[K::NW]; K::to_words(v, w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) s_tot[warp][j] = w[j];
+        s_has[warp] = h;
+    }
+    __syncthreads();
+    if (warp == 0 && p.chunks > 1) {
+        S tagg; bool th = false;
+        #pragma unroll
+        for (int w2 = 0; w2 < WARPS; ++w2) fold<K>(th, tagg, s_has[w2], K::from_words(s_tot[w2]), x.cap);
+        u64* const st_a = a_row + (u64)chunk * K::NW, *const st_p = p_row + (u64)chunk * K::NW;
+        if (lane == 0) publish<K>(st_a, epoch, tagg);  // A: this tile's aggregate
+        if (chunk == 0) {
+            if (lane == 0) publish<K>(st_p, epoch, tagg);  // P: inclusive prefix
+        } else {
+            // Back to tile order through shared memory: lane l folds A(ws + PER l ...) in order.
+            wait_window<K, PER>(a_of, epoch, raw);
+            #pragma unroll
+            for (int j = 0; j < PER; ++j)
+                #pragma unroll
+                for (int q = 0; q < K::NW; ++q)
+                    if (j < nwin) s_win[q][pad32(j * 32 + lane)] = (u32)raw[j][q];
+            __syncwarp();
+            const i64 c0 = ws + lane * PER;
+            const int nfold = c0 >= chunk ? 0 : (chunk - c0 >= PER ? PER : (int)(chunk - c0));
+            S f; bool fh = false;
+            #pragma unroll
+            for (int i = 0; i < PER; ++i)
+                if (i < nfold) {
+                    u32 w[K::NW];
+                    #pragma unroll
+                    for (int q = 0; q < K::NW; ++q) w[q] = s_win[q][pad32(lane * PER + i)];
+                    fold<K>(fh, f, true, K::from_words(w), x.cap);
+                }
+            #pragma unroll
+            for (int d = 1; d < 32; d *= 2) {  // ordered tree reduction: lane 0 gets the fold
+                S o = shfl_state<K>(f, d, false);
+                bool oh = __shfl_down_sync(0xffffffffu, fh, d);
+                if (lane + d < 32) fold<K>(fh, f, oh, o, x.cap);
+            }
+            if (lane == 0) {
+                S pre = f;
+                if (ws > 0) {
+                    S pw; bool ph = false;
+                    finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
+                    pre = fh ? K::combine(pw, f, x.cap) : pw;
+                }
+                if (chunk + 1 < p.chunks) publish<K>(st_p, epoch, K::combine(pre, tagg, x.cap));
+                u32 w[K::NW]; K::to_words(pre, w);
+                #pragma unroll
+                for (int j = 0; j < K::NW; ++j) s_pre[j] = w[j];
+            }
+        }
+    }
+    __syncthreads();
+    // this thread's exclusive prefix: tile prefix o earlier warps o earlier lanes
+    bool ph = chunk > 0;
+    S pre;
+    if (ph) pre = K::from_words(s_pre);
+    for (int w2 = 0; w2 < warp; ++w2) fold<K>(ph, pre, s_has[w2], K::from_words(s_tot[w2]), x.cap);
+    fold<K>(ph, pre, exh, ex, x.cap);
+    store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
+}
+
+// Rows that fit one tile (len <= RES_THREADS x RES_ITEMS): no look-back. A grid of resident
+// blocks strides over the rows and issues the next row's loads before scanning the current
+// one, so memory stays busy while a block scans and stores. Rows of at most 32 x RES_ITEMS
+// elements go one per warp, without block barriers.
+template <class K> __device__ void scan_rows_resident(const typename K::Args& a) {
+    typedef typename K::State S;
+    constexpr int IT = K::RES_ITEMS, WARPS = K::RES_THREADS / 32, SEG = 32 * IT;
+    Segment<K, IT>* xchg = reinterpret_cast<Segment<K, IT>*>(sc_dyn_smem);
+    __shared__ u32 s_tot[2][WARPS][K::NW];  // double-buffered: one barrier per row
+    __shared__ int s_has[2][WARPS];
+    const ScanParams& p = a.p;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const bool per_warp = p.len <= SEG;  // uniform over the grid
+    const i64 step = per_warp ? (i64)gridDim.x * WARPS : (i64)gridDim.x;
+    const i64 wbase = per_warp ? 0 : (i64)warp * SEG;
+    const int nv = valid_items(wbase + (i64)lane * IT, p.len, IT), nval = striped_valid(wbase + lane, p.len, IT);
+    i64 row = per_warp ? (i64)blockIdx.x * WARPS + warp : (i64)blockIdx.x;
+    typename K::Ctx x;
+    S items[IT];
+    if (row < p.outer) {
+        K::row_base(a, row, 0, x);
+        load_striped<K, IT>(a, x, wbase + lane, nval, items);
+    }
+    // row is warp-uniform, and block-uniform unless per_warp, where no block barrier runs.
+    for (int parity = 0; row < p.outer; row += step, parity ^= 1) {
+        const i64 next = row + step;
+        typename K::Ctx xn;
+        S nitems[IT];
+        if (next < p.outer) {
+            K::row_base(a, next, 0, xn);
+            load_striped<K, IT>(a, xn, wbase + lane, nval, nitems);
+        }
+        S ex, v, pre;
+        bool exh, h, ph = false;
+        scan_segment<K, IT>(xchg[warp], items, nv, x.cap, ex, exh, v, h);
+        if (!per_warp) {
+            if (lane == 31) {
+                u32 w[K::NW]; K::to_words(v, w);
+                #pragma unroll
+                for (int j = 0; j < K::NW; ++j) s_tot[parity][warp][j] = w[j];
+                s_has[parity][warp] = h;
+            }
+            __syncthreads();
+            for (int w2 = 0; w2 < warp; ++w2)
+                fold<K>(ph, pre, s_has[parity][w2], K::from_words(s_tot[parity][w2]), x.cap);
+        }
+        fold<K>(ph, pre, exh, ex, x.cap);
+        store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
+        x = xn;
+        #pragma unroll
+        for (int k = 0; k < IT; ++k) items[k] = nitems[k];
+    }
+}
+
+// ---- cols: scan along a dim with inner extent > 1. A tile is [WARPS*ROWS steps x 32 lanes];
+// each lane is its own scan, chained across tiles along the scan dim by a per-lane look-back. ----
+template <class K> __device__ void scan_cols(const typename K::Args& a) {
+    typedef typename K::State S;
+    constexpr int WARPS = K::COL_WARPS, RPW = K::COL_ROWS, W = K::COL_WINDOW;
+    constexpr i64 CH = (i64)WARPS * RPW;
+    __shared__ u32 s_tot[WARPS][K::NW][32];
+    __shared__ int s_has[WARPS];
+    __shared__ u32 s_pre[K::NW][32];
+    const ScanParams& p = a.p;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const i64 lines = p.outer * p.groups, tile = tile_id<K>(p);
+    const i64 chunk = tile / lines, line = tile % lines, o = line / p.groups, g = line % p.groups;
+    const i64 i = g * 32 + lane;
+    const bool lane_ok = i < p.inner;
+    typename K::Ctx x;
+    K::row_base(a, o, lane_ok ? i : 0, x);
+    const u32 epoch = (u32)p.epoch;
+    const i64 t0 = chunk * CH + (i64)warp * RPW;
+    const int nv = t0 >= p.len ? 0 : (p.len - t0 >= RPW ? RPW : (int)(p.len - t0));
+    S items[RPW];
+    const auto step = steps<K>(a, K::REVERSE ? -1 : 1);
+    typename K::Cur c = seek<K>(a, x, phys<K>(p, t0));
+    #pragma unroll
+    for (int k = 0; k < RPW; ++k) {
+        items[k] = (k < nv && lane_ok) ? K::load(c) : S{};
+        advance<K>(c, step);
+    }
+    S agg = items[0];
+    #pragma unroll
+    for (int k = 1; k < RPW; ++k) {
+        items[k] = K::combine(items[k - 1], items[k], x.cap);
+        if (k < nv) agg = items[k];
+    }
+    {
+        u32 w[K::NW]; K::to_words(agg, w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) s_tot[warp][j][lane] = w[j];
+        if (lane == 0) s_has[warp] = nv > 0;
+    }
+    __syncthreads();
+    if (warp == 0 && p.chunks > 1) {
+        S tagg; bool th = false;
+        #pragma unroll
+        for (int w2 = 0; w2 < WARPS; ++w2) {
+            u32 w[K::NW];
+            #pragma unroll
+            for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][lane];
+            fold<K>(th, tagg, s_has[w2], K::from_words(w), x.cap);
+        }
+        auto entry = [&](i64 c, int kind) {
+            return p.status + ((u64)(line * p.chunks + c) * 32 + lane) * 2 * K::NW + kind * K::NW;
+        };
+        publish<K>(entry(chunk, 0), epoch, tagg);
+        S pre;
+        if (chunk == 0) {
+            publish<K>(entry(chunk, 1), epoch, tagg);
+        } else {
+            const i64 ws = chunk / W * W;
+            bool fh = false;
+            if (ws > 0) { pre = wait_state<K>(entry(ws - 1, 1), epoch); fh = true; }
+            fold_window<K, W>((int)(chunk - ws), [&](int j) { return entry(ws + j, 0); }, epoch, fh, pre, x.cap);
+            if (chunk + 1 < p.chunks) publish<K>(entry(chunk, 1), epoch, K::combine(pre, tagg, x.cap));
+            u32 w[K::NW]; K::to_words(pre, w);
+            #pragma unroll
+            for (int j = 0; j < K::NW; ++j) s_pre[j][lane] = w[j];
+        }
+    }
+    __syncthreads();
+    bool ph = chunk > 0;
+    S pre;
+    u32 w[K::NW];
+    if (ph) {
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = s_pre[j][lane];
+        pre = K::from_words(w);
+    }
+    for (int w2 = 0; w2 < warp; ++w2) {
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][lane];
+        fold<K>(ph, pre, s_has[w2], K::from_words(w), x.cap);
+    }
+    if (!lane_ok) return;
+    c = seek<K>(a, x, phys<K>(p, t0));
+    #pragma unroll
+    for (int k = 0; k < RPW; ++k) {
+        if (k < nv) K::store(c, ph ? K::combine(pre, items[k], x.cap) : items[k]);
+        advance<K>(c, step);
+    }
+}
+// ---- map: one thread per element of a value that must be materialized ----
+template <class K> __device__ void map_kernel(const typename K::Args& a) {
+    i64 n = 1;
+    #pragma unroll
+    for (int j = 0; j < K::R; ++j) n *= a.size[j];
+    for (i64 lin = blockIdx.x * (i64)blockDim.x + threadIdx.x; lin < n; lin += (i64)gridDim.x * blockDim.x) {
+        i64 c[K::R], r = lin;
+        #pragma unroll
+        for (int j = K::R - 1; j >= 0; --j) { c[j] = r % a.size[j]; r /= a.size[j]; }
+        K::eval(a, c);
+    }
+}
+)CUDA";
+}
+
+}  // namespace scanc::cuda
