@@ -208,6 +208,57 @@ program p(x: f32[M, N]) {
     EXPECT_TRUE(close(back, want[0], 0, 0));
 }
 
+TEST_F(CudaDifferential, ScansOfMoreThan2To31ElementsIndexIn64Bits) {
+    // u8 sums of all-ones inputs wrap mod 256, so every output is known without a reference
+    // run: (position along the scan dim + 1) mod 256. One layout per kernel: a 1-D look-back
+    // row, rows of 4096 (the resident kernel) and a strided dim (cols), each past 2^31.
+    cuda::ContextGuard guard(0);
+    std::size_t free_bytes = 0, total = 0;
+    SCANC_CU(cuMemGetInfo, &free_bytes, &total);
+    if (free_bytes < (std::size_t{5} << 30)) GTEST_SKIP() << "needs 5 GiB of free device memory";
+    struct Layout {
+        const char* text;
+        std::vector<std::int64_t> shape;
+        std::int64_t (*position)(std::int64_t flat);  // along the scan dim
+    } layouts[] = {
+        {"program p(x: u8[N]) {\n  y = scan add(x) dim=0\n  return y\n}\n", {(std::int64_t{1} << 31) + 97},
+         [](std::int64_t i) { return i; }},
+        {"program p(x: u8[M, N]) {\n  y = scan add(x) dim=1\n  return y\n}\n", {(1 << 19) + 1, 4096},
+         [](std::int64_t i) { return i % 4096; }},
+        {"program p(x: u8[M, N]) {\n  y = scan add(x) dim=0\n  return y\n}\n", {(1 << 25) + 3, 64},
+         [](std::int64_t i) { return i / 64; }},
+    };
+    for (const Layout& layout : layouts) {
+        SCOPED_TRACE(layout.text);
+        std::int64_t n = 1;
+        for (auto s : layout.shape) n *= s;
+        CUdeviceptr dev;
+        SCANC_CU(cuMemAlloc, &dev, static_cast<std::size_t>(n));
+        SCANC_CU(cuMemsetD8Async, dev, 1, static_cast<std::size_t>(n), nullptr);
+        TensorView x;
+        x.data = reinterpret_cast<void*>(dev);
+        x.dtype = DType::U8;
+        x.sizes = layout.shape;
+        x.strides = contiguous_strides(layout.shape);
+        x.device = {DeviceKind::CUDA, 0};
+        auto program = parse_program(std::string("combine add(a | b) { return a + b }\n") + layout.text);
+        {
+            auto got = CudaBackend().compile(program)->run(std::vector<TensorView>{x});
+            auto y = reinterpret_cast<CUdeviceptr>(got[0].data());
+            std::vector<std::int64_t> probes = {0, 1, 255, 256, 4095, 4096, (std::int64_t{1} << 31) - 1,
+                                                std::int64_t{1} << 31, (std::int64_t{1} << 31) + 1, n - 1};
+            for (int k = 0; k < 32; ++k) probes.push_back(static_cast<std::int64_t>(rng() % n));
+            for (std::int64_t i : probes) {
+                unsigned char v = 0;
+                SCANC_CU(cuMemcpyDtoHAsync, &v, y + static_cast<CUdeviceptr>(i), 1, nullptr);
+                SCANC_CU(cuStreamSynchronize, nullptr);
+                EXPECT_EQ(int{v}, static_cast<int>((layout.position(i) + 1) % 256)) << "at flat index " << i;
+            }
+        }
+        SCANC_CU(cuMemFree, dev);
+    }
+}
+
 // Sets SCANC_CUDA_TUNING for a scope (the overrides apply to every state size).
 struct TuningOverride {
     explicit TuningOverride(const char* t) { setenv("SCANC_CUDA_TUNING", t, 1); }

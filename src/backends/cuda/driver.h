@@ -28,6 +28,7 @@ namespace scanc::cuda {
     X(cuLaunchKernel, "cuLaunchKernel")                 \
     X(cuMemAlloc, "cuMemAlloc_v2")                      \
     X(cuMemFree, "cuMemFree_v2")                        \
+    X(cuMemGetInfo, "cuMemGetInfo_v2")                  \
     X(cuMemAllocAsync, "cuMemAllocAsync")               \
     X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")        \
     X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")        \
