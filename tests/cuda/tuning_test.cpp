@@ -1,0 +1,66 @@
+// The tuning table and its SCANC_CUDA_TUNING overrides (host only: no GPU needed).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "scanc/error.h"
+#include "tuning.h"
+
+namespace scanc::cuda {
+namespace {
+
+struct Env {
+    explicit Env(const char* value) { setenv("SCANC_CUDA_TUNING", value, 1); }
+    ~Env() { unsetenv("SCANC_CUDA_TUNING"); }
+};
+
+TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
+    Tuning table = choose_tuning(2, 90);
+    Env env("rows=64x8,window=96,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,tickets=1");
+    Tuning t = choose_tuning(2, 90);
+    EXPECT_EQ(t.row_threads, 64);
+    EXPECT_EQ(t.row_items, 8);
+    EXPECT_EQ(t.row_window, 96);
+    EXPECT_EQ(t.col_warps, 4);
+    EXPECT_EQ(t.col_rows, 12);
+    EXPECT_EQ(t.col_window, 3);
+    EXPECT_EQ(t.min_blocks, 5);
+    EXPECT_EQ(t.cols_min_blocks(), 6);
+    EXPECT_EQ(t.res_threads, 512);
+    EXPECT_EQ(t.res_items, 4);
+    EXPECT_EQ(t.res_min_blocks, 7);
+    EXPECT_TRUE(t.tickets);
+    EXPECT_EQ(t.map_threads, table.map_threads);
+}
+
+TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
+    Tuning table = choose_tuning(1, 90);
+    Env env("mb=3");
+    Tuning t = choose_tuning(1, 90);
+    EXPECT_EQ(t.min_blocks, 3);
+    EXPECT_EQ(t.row_threads, table.row_threads);
+    EXPECT_EQ(t.row_window, table.row_window);
+    EXPECT_EQ(t.col_rows, table.col_rows);
+    EXPECT_EQ(t.res_items, table.res_items);
+}
+
+TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "256,16,256"}) {
+        SCOPED_TRACE(bad);
+        Env env(bad);
+        try {
+            choose_tuning(1, 90);
+            ADD_FAILURE() << "accepted";
+        } catch (const RuntimeError& e) {
+            EXPECT_NE(std::string(e.what()).find("key=value"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(CudaTuning, TransposeBytesCountEveryWarpsPaddedSegment) {
+    // 4 warps x 2 words x (32 x 8 items + 8 padding words) x 4 bytes
+    EXPECT_EQ(transpose_smem_bytes(128, 8, 2), 4 * 2 * (256 + 8) * 4);
+}
+
+}  // namespace
+}  // namespace scanc::cuda
