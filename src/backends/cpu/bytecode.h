@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "scanc/ir/dtype.h"
@@ -20,6 +21,10 @@ namespace scanc::cpu {
 // Lanes per block, at most. A thread's registers are sized for its own block width (lanes
 // read in place along a contiguous dim use wide blocks: long memory runs per step).
 inline constexpr int kMaxLanes = 2048;
+// Group widths the runner uses most (strided groups, fix-up chunks): ops have a straight-line
+// path for exactly these many lanes from lane 0, without the general loop's remainder handling.
+inline constexpr int kGroupLanes = 64;
+inline constexpr int kChunkLanes = 512;
 inline constexpr int kRegBytes = kMaxLanes * 8;
 
 struct Frame;
@@ -52,7 +57,7 @@ struct Frame {
 
 using Code = std::vector<Instr>;
 
-inline void run_code(const Code& code, Frame& f, int l0, int l1) {
+inline void run_code(std::span<const Instr> code, Frame& f, int l0, int l1) {
     for (const Instr& in : code) in.fn(in, f, l0, l1);
 }
 
@@ -108,12 +113,35 @@ SerialFn lookup_serial_avx2(const OpKey& key);
 // block, then a carry fix-up per segment) so it runs at the op's throughput, not its latency:
 // for unordered runs. Starts from *carry (from x[0] when `carry` is null); writes the inclusive
 // scan to `out` (streaming stores when `stream`) unless `out` is null (a reduce); the last
-// value goes to `last`. Rows are contiguous elements of the compute dtype.
+// value goes to `last`. Streaming stores are not fenced (the caller runs stream_fence before
+// another thread reads `out`). Rows are contiguous elements of the compute dtype. Block by
+// block, the lines at `ahead` + (the block's offset from x) are prefetched (none when null):
+// x + kAheadBytes for a pass over memory (a scan's loads otherwise stop running ahead of its
+// compute: 11-14 -> 13-22 GB/s for such a loop on the 2-core box, bench/cpu_memprobe.cpp), or
+// the part of the input that the next pass will read.
 using SerialBlockFn = void (*)(const std::byte* carry, const std::byte* x, std::byte* out,
-                               std::int64_t steps, std::byte* last, bool x_left, bool stream);
+                               std::int64_t steps, std::byte* last, bool x_left, bool stream,
+                               const std::byte* ahead);
+inline constexpr std::int64_t kAheadBytes = 4096;
 SerialBlockFn lookup_serial_block(const OpKey& key);
 SerialBlockFn lookup_serial_block_baseline(const OpKey& key);
 SerialBlockFn lookup_serial_block_avx2(const OpKey& key);
+
+// Moves 8 lanes of a [step][lane] f32 tile (`ts` floats per step) to rows dst[0..7] of memory,
+// `len` steps each, with streaming stores where a row is 32-byte aligned.
+using Scatter8Fn = void (*)(const float* tile, std::int64_t ts, float* const* dst, int len);
+
+// Memory helpers for the runner (worker.h, compiled without AVX2), picked for this CPU once like
+// the op table: stream_copy as in stream_store.h; fill writes `n` copies of a value of `bytes`
+// (1, 2, 4 or 8) bytes, the low bytes of `v`; scatter8_f32 is null without AVX2.
+struct MemFns {
+    void (*stream_copy)(void* dst, const void* src, std::size_t bytes);
+    void (*fill)(std::byte* dst, int bytes, std::uint64_t v, int n);
+    Scatter8Fn scatter8_f32;
+};
+const MemFns& mem_fns();
+MemFns mem_fns_baseline();
+MemFns mem_fns_avx2();
 
 // Fills `lanes` lanes of a register with a constant (already converted to the compute dtype).
 void fill_const(std::byte* reg, DType t, double f, std::int64_t i, int lanes = kMaxLanes);

@@ -7,6 +7,7 @@
 namespace scanc::cpu {
 OpFn lookup_op_avx2(const OpKey& key) { return avx2::lookup(key); }
 TransposeFn transpose_avx2() { return avx2::transpose(); }
+MemFns mem_fns_avx2() { return avx2::mem(); }
 SerialFn lookup_serial_avx2(const OpKey& key) { return avx2::lookup_serial(key); }
 SerialBlockFn lookup_serial_block_avx2(const OpKey& key) {
     return avx2::lookup_serial_block(key);

@@ -28,6 +28,11 @@ SerialBlockFn lookup_serial_block(const OpKey& key) {
 
 TransposeFn transpose_fn() { return has_avx2() ? transpose_avx2() : transpose_baseline(); }
 
+const MemFns& mem_fns() {
+    static const MemFns fns = has_avx2() ? mem_fns_avx2() : mem_fns_baseline();
+    return fns;
+}
+
 namespace {
 template <typename T>
 void fill(std::byte* reg, int lanes, T v) {

@@ -1,6 +1,6 @@
 // The fix-up scheme for generic stages (see worker.h): eligibility, the local scan buffers and
 // phase 3 of a piece.
-#include "worker.h"
+#include "fixup.h"
 
 namespace scanc::cpu {
 
@@ -38,11 +38,25 @@ void LocalScans::fix_lanes(Worker& fw, std::int64_t line, std::int64_t s0, std::
         const Slot& s = L_.out[o];
         out_at_[o] = s.base + (L_.line_offset(s, line) + low * s.step) * s.esize;
     }
+    ahead_at_ = ahead_;
+    for (auto& [p, bytes] : ahead_at_) p += (origin_ + dir_ * low) * bytes;
     if (carries) {
         runs_.resize(lanes);
         for (int l = 0; l < lanes; ++l) runs_[dir_ > 0 ? l : lanes - 1 - l] = carries[l];
     }
-    fw.fixup(carries ? runs_.data() : nullptr, n, at_.data(), out_at_.data(), n * lanes);
+    fw.fixup(carries ? runs_.data() : nullptr, n, at_.data(), out_at_.data(), n * lanes, ahead_at_);
+}
+
+void LocalScans::prefetch_next(std::int64_t line, std::int64_t a2, std::int64_t b2) {
+    ahead_.clear();
+    if (a2 >= b2) return;
+    // Position 0 of a part's buffers is its lowest address (cover): the next part's lowest
+    // address of each input read along the line, its first walking step going forward.
+    for (const Slot& s : L_.in)
+        if (s.tiled && (s.step == 1 || s.step == -1))
+            ahead_.emplace_back(
+                s.base + (L_.line_offset(s, line) + (s.step > 0 ? a2 : b2 - 1) * s.step) * s.esize,
+                s.esize);
 }
 
 // Phase 3 of a piece whose lanes' carries are `carry` entries `i`.. (`has` unset only for a

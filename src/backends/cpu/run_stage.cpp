@@ -40,7 +40,7 @@
 
 #include "buffer_cache.h"
 #include "thread_pool.h"
-#include "worker.h"
+#include "fixup.h"
 
 namespace scanc::cpu {
 
@@ -56,6 +56,7 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode) {
             w.set_lanes(n, [&](int l) { return g * L.width + l; }, [](int) { return 0; });
             w.run(L.steps, mode);
         }
+        if (L.stream) stream_fence();  // the one-op rows path leaves its streaming stores open
     });
 }
 
@@ -69,6 +70,11 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
     bytes_per_step = std::max<std::int64_t>(bytes_per_step, 1);
     std::int64_t job_lanes = split_b ? 1 : L.width;
     std::int64_t portion = std::max<std::int64_t>(4 * Worker::tile_steps(L, L.width), kPortionBytes / (bytes_per_step * job_lanes));
+    // Split-B of many lanes: a whole number of split_range's lanes (odd multiples of 16 steps),
+    // so a thread's part of a full superblock is one piece, not one plus a piece of short lanes
+    // (whose per-lane costs, chaining and fix-up runs, were half of all per-lane work).
+    constexpr std::int64_t kLaneGrain = 16 * kSubLanes;
+    if (split_b && !code.serial) portion = ((portion / kLaneGrain - 1) | 1) * kLaneGrain;
     std::int64_t sb_steps = portion * threads;
     std::int64_t jobs = split_b ? L.lines : ceil_div(L.lines, L.width);
 
@@ -86,6 +92,19 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
     int dir = split_b ? fixup_dir(code, L) : 0;
     bool fix = dir != 0;
 
+    // Thread p's walking steps [a, b) of superblock `sb` (empty past the last).
+    auto part = [&](std::int64_t sb, int p) -> std::pair<std::int64_t, std::int64_t> {
+        std::int64_t A = std::min(L.steps, sb * sb_steps), B = std::min(L.steps, A + sb_steps);
+        return {A + (B - A) * p / threads, A + (B - A) * (p + 1) / threads};
+    };
+    // Where that part starts in a one-op stage's input (null when empty): phase 3 of a
+    // superblock prefetches the next one's part, so its writes overlap the next phase 1's reads.
+    auto part_of = [&](std::int64_t sb, std::int64_t line, int p) -> const std::byte* {
+        auto [a, b] = part(sb, p);
+        if (!code.serial_block || a >= b) return nullptr;
+        const Slot& x = L.in[code.serial_x_slot];
+        return x.base + (L.line_offset(x, line) + a * x.step) * x.esize;
+    };
     ThreadPool::instance().run(threads, [&](int p) {
         Worker w(code, L, L.width);
         std::unique_ptr<Worker> fw(fix ? new Worker(code, L, kFixLanes) : nullptr);
@@ -124,13 +143,13 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
             std::int64_t sbs = ceil_div(L.steps, sb_steps);
             for (std::int64_t sb = 0; sb < sbs; ++sb) {
                 int par = static_cast<int>(sb & 1);
-                std::int64_t A = sb * sb_steps, B = std::min(L.steps, A + sb_steps);
-                std::int64_t a = A + (B - A) * p / threads, b = A + (B - A) * (p + 1) / threads;
+                auto [a, b] = part(sb, p);
                 std::vector<Piece> pieces;
                 // A serial stage scans its part as one lane (SerialFn), others as many lanes.
                 if (b > a)
                     pieces = split_b ? split_range(a, b, code.serial ? 1 : kSubLanes)
                                      : std::vector<Piece>{{lanes, a, b - a}};
+                w.set_ahead(nullptr);
                 // Phase 1: reduce every lane of this thread's part (fix-up: scan it locally).
                 LaneValues& mine = totals[par][p];
                 int items = 0;
@@ -177,6 +196,8 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                 }
                 // Phase 3: rescan from L2 starting from the carries (or fix up), and write.
                 if (fix) {
+                    auto [a2, b2] = part(sb + 1, p);
+                    local.prefetch_next(first_line, a2, b2);
                     for (int i = 0; auto& pc : pieces) {
                         fix_piece(local, *fw, first_line, pc, carry_in, i, carry_ptrs);
                         i += pc.lanes;
@@ -184,6 +205,7 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                     if (L.stream) stream_fence();
                     continue;
                 }
+                if (split_b && code.serial_block) w.set_ahead(part_of(sb + 1, first_line, p));
                 for (int i = 0; auto& pc : pieces) {
                     select(pc);
                     LaneValues lane_carry{leaves, {}, {}};
@@ -198,6 +220,7 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
             // Everyone is done with this job's carries before thread 0 resets them.
             barrier.arrive_and_wait();
         }
+        if (L.stream) stream_fence();  // as in run_lines
     });
 }
 
@@ -264,8 +287,11 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     // Whole lines when the groups share out evenly enough (at most 1/3 idle); splitting lines
     // reassociates floats and costs a second read from L2.
     bool balanced = groups >= threads && 3 * groups >= 2 * ceil_div(groups, threads) * threads;
+    // One thread scanning one-op rows (width 1) reads each row once in one pass; splitting
+    // would read it twice for no parallelism.
     bool whole_lines = (L.lines >= kFewLines && (balanced || threads == 1)) ||
-                       L.steps < kMinSplitSteps || (config.ordered && stage.has_scan);
+                       (threads == 1 && L.width == 1) || L.steps < kMinSplitSteps ||
+                       (config.ordered && stage.has_scan);
     if (whole_lines) {
         run_lines(stage.code, L, threads, stage.has_scan ? Mode::Scan : Mode::Map);
     } else if (!stage.has_scan) {

@@ -8,6 +8,8 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "plan.h"
@@ -20,12 +22,14 @@ namespace scanc::cpu {
 // over many elements. A stage's tiles hold about kTileBytes together (in L2), so each lane's
 // part of a tile is a few cache lines: one memory stream per lane. 64 strided lanes measured
 // 1.5-3x faster than 256 on the 2-core box although they cost ~25-80% more instructions: the
-// memory streams, not the dispatch, were the limit.
-inline constexpr int kTileBytes = 128 << 10;
-inline constexpr int kSubLanes = 64;     // lanes of strided groups
+// memory streams, not the dispatch, were the limit. 256 KiB of tiles (half this box's L2; 1 KiB
+// per lane and input for a 64-lane affine) beat 128 KiB in every one of 7 back-to-back pairs
+// (last dim, 1-D and dim 0 affine, round 4): longer runs per stream.
+inline constexpr int kTileBytes = 256 << 10;
+inline constexpr int kSubLanes = kGroupLanes;  // lanes of strided groups (64)
 inline constexpr int kFewLines = 32;     // fewer lines than this: split lines
 inline constexpr int kSerialLanes = 4;   // groups this narrow run serial stages serially
-inline constexpr int kFixLanes = 512;    // positions per combine in a fix-up
+inline constexpr int kFixLanes = kChunkLanes;  // positions per combine in a fix-up (512)
 inline constexpr std::int64_t kPortionBytes = 768 << 10;  // per thread per superblock: L2
 inline constexpr std::int64_t kMinSplitSteps = 2048;      // shorter lines are never split
 inline constexpr std::int64_t kMinWorkPerThread = 32768;  // elements
@@ -185,6 +189,8 @@ public:
         }
         for (DType t : code.leaf_compute) leaf_bytes_.push_back(static_cast<int>(dtype_size(t)));
         spill_.assign(code.carry.size(), nullptr);
+        for (std::size_t k = 0; k < code.carry.size(); ++k)
+            carry_next_.emplace_back(&f_.ptrs[code.carry[k]], &f_.ptrs[code.next[k]]);
     }
 
     int leaves() const { return static_cast<int>(code_.carry.size()); }
@@ -270,21 +276,34 @@ public:
                 if (slot.step == 1 && t0 + tile < steps)
                     prefetch_rows(slot, in_off_[s].data(), t0 + tile);
             }
-            if (!serial) walk_rows(t0, writes, stream);
+            int flip0 = flip_;
+            if (!serial) walk_rows(t0, mode, stream);
+            // Locals, not members: every op is an opaque call, after which members would be
+            // reloaded from memory at each step.
+            std::span<const PtrWalk> walks(walks_), nexts(next_walks_);
+            std::span<const Staged> staged(staged_), ahead(ahead_rows_);
+            std::span<const Instr> step_code(code_.step), combine(code_.combine),
+                epilogue(code_.epilogue);
+            std::span<const std::pair<std::byte**, std::byte**>> carry_next(carry_next_);
             for (int j = 0; j < len; ++j) {
                 if (serial) {
                     run_serial(t0, len, t0 == 0 && !any_carry);
                     break;
                 }
-                for (const RowWalk& w : in_walk_) f_.in_rows[w.slot] = w.p0 + j * w.d;
-                for (auto [r, s] : code_.in_alias) f_.ptrs[r] = const_cast<std::byte*>(f_.in_rows[s]);
-                for (const RowWalk& w : out_walk_)
-                    f_.out_rows[w.slot] = w.staged ? staging(w.slot, t0 + j) : w.p0 + j * w.d;
-                run_code(code_.step, f_, 0, n_);
+                for (const PtrWalk& w : walks) *w.dst = w.at(j);
+                for (const Staged& w : ahead)
+                    for (std::size_t b = 0; b < w.bytes; b += 64)
+                        __builtin_prefetch(w.mem.at(j) + b);
+                run_code(step_code, f_, 0, n_);
                 if (mode != Mode::Map) {
-                    bool spilled = point_next(mode == Mode::Scan, mode == Mode::Local ? j : -1);
+                    // A step's carry destination can be the previous carry only at a tile's
+                    // first step (a one-step tile reuses its row): point_next checks there.
+                    bool spilled =
+                        j == 0 && point_next(mode == Mode::Scan, mode == Mode::Local ? 0 : -1);
+                    if (j > 0)
+                        for (const PtrWalk& w : nexts) *w.dst = w.at(j);
                     if (t0 + j > 0) {
-                        run_code(code_.combine, f_, 0, n_);
+                        run_code(combine, f_, 0, n_);
                     } else if (!any_carry) {
                         run_code(code_.init, f_, 0, n_);
                     } else {
@@ -292,14 +311,14 @@ public:
                         for (int l = 0; l < n_; ++l)
                             if (!carry_in->has[l]) copy_lane(code_.x, code_.next, l);
                     }
-                    for (int k = 0; k < leaves(); ++k) f_.ptrs[code_.carry[k]] = f_.ptrs[code_.next[k]];
+                    for (auto [carry, next] : carry_next) *carry = *next;
                     if (spilled) unspill();
                 }
                 if (!writes) continue;
-                run_code(code_.epilogue, f_, 0, n_);
-                for (const RowWalk& w : out_walk_)
-                    if (w.staged) stream_copy(w.p0 + j * w.d, f_.out_rows[w.slot], w.bytes);
+                run_code(epilogue, f_, 0, n_);
+                for (const Staged& w : staged) mem_.stream_copy(w.mem.at(j), *w.row, w.bytes);
             }
+            if (!serial && mode != Mode::Map) flip_ = flip0 ^ (len & 1);
             if (mode == Mode::Local) {
                 for (int k = 0; k < leaves(); ++k)
                     move_tile<false>(leaf_bytes_[k], width_, local_tile_[k].data(), local_base_[k],
@@ -320,6 +339,10 @@ public:
         }
         if (stream) stream_fence();
     }
+
+    // Where a one-contiguous-lane run (SerialBlockFn) prefetches: `p` + its offsets, the part a
+    // later pass reads (so this pass's writes overlap those reads); null: just ahead of itself.
+    void set_ahead(const std::byte* p) { ahead_ = p; }
 
     // Where Mode::Local puts each leaf's local scan: walking step t of the current lanes at
     // element origin + dir * t of base[k] (compute dtype). Call after set_lanes.
@@ -344,10 +367,14 @@ public:
     // (every output stores a leaf unchanged). Positions [r * run, (r + 1) * run) take
     // carries[r]; a null `carries` means none: the local scan is the result. The lanes are
     // positions (set_line, so captured values apply), width_ at a time.
+    //
+    // `ahead`: memory (pointer at this call's position 0, bytes per position) a later pass reads,
+    // prefetched chunk by chunk so these writes overlap those reads.
+    using Ahead = std::vector<std::pair<const std::byte*, int>>;
     void fixup(const std::uint64_t* const* carries, std::int64_t run, std::byte* const* local,
-               std::byte* const* out, std::int64_t count) {
+               std::byte* const* out, std::int64_t count, const Ahead& ahead) {
         auto put = [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
-            if (L_.stream) stream_copy(dst, src, bytes);
+            if (L_.stream) mem_.stream_copy(dst, src, bytes);
             else std::memcpy(dst, src, bytes);
         };
         if (!carries) {
@@ -362,10 +389,13 @@ public:
             std::int64_t r = i / run, run_end = std::min(count, (r + 1) * run);
             next = std::min(run_end, i + width_);
             int m = static_cast<int>(next - i);
+            for (auto [p, bytes] : ahead)
+                for (std::int64_t b = i * bytes; b < next * bytes; b += 64)
+                    __builtin_prefetch(p + b);
             if (i == r * run) {
                 int wide = static_cast<int>(std::min<std::int64_t>(width_, run_end - i));
                 for (int k = 0; k < leaves(); ++k)
-                    fill_lanes(scratch(k, 2), leaf_bytes_[k], carries[r][k], wide);
+                    mem_.fill(scratch(k, 2), leaf_bytes_[k], carries[r][k], wide);
             }
             for (int k = 0; k < leaves(); ++k) {
                 std::ptrdiff_t at = static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k];
@@ -377,8 +407,8 @@ public:
             run_code(code_.combine, f_, 0, m);
             for (int k = 0; L_.stream && k < leaves(); ++k)
                 if (int o = code_.store_alias[k]; o >= 0)
-                    stream_copy(out[o] + static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k], staging(o, 0),
-                                static_cast<std::size_t>(m) * leaf_bytes_[k]);
+                    mem_.stream_copy(out[o] + static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k],
+                                     staging(o, 0), static_cast<std::size_t>(m) * leaf_bytes_[k]);
         }
     }
 
@@ -428,7 +458,8 @@ private:
         }
     }
     // move_tile's scatter with streaming stores: 8 lanes at a time are transposed into rows
-    // of `len` steps in L1, and each row goes out whole (full lines for the write combiners).
+    // of `len` steps in L1, and each row goes out whole (full lines for the write combiners);
+    // 4-byte values with AVX2 go straight from registers to memory, 64 bytes per row at a time.
     void scatter_stream(std::size_t o, std::int64_t t0, int len) {
         static const TransposeFn transpose = transpose_fn();
         const Slot& slot = L_.out[o];
@@ -436,34 +467,90 @@ private:
         if (rows_.size() < 8 * row) rows_.resize(8 * row);
         for (int l0 = 0; l0 < n_; l0 += 8) {
             int k = std::min(8, n_ - l0);
+            if (k == 8 && slot.esize == 4 && mem_.scatter8_f32) {
+                // 4-byte values of any dtype, moved as bit patterns straight to memory.
+                float* rows[8];
+                for (int c = 0; c < 8; ++c)
+                    rows[c] = reinterpret_cast<float*>(slot.base + (out_off_[o][l0 + c] + t0) * 4);
+                const float* tile = reinterpret_cast<const float*>(out_tile_[o].data()) + l0;
+                mem_.scatter8_f32(tile, width_, rows, len);
+                continue;
+            }
             transpose(slot.esize, out_tile_[o].data() + static_cast<std::size_t>(l0) * slot.esize,
                       width_, rows_.data(), len, len, k);
             for (int c = 0; c < k; ++c)
-                stream_copy(slot.base + (out_off_[o][l0 + c] + t0) * slot.esize,
-                            rows_.data() + c * row, row);
+                mem_.stream_copy(slot.base + (out_off_[o][l0 + c] + t0) * slot.esize,
+                                 rows_.data() + c * row, row);
         }
     }
-    // This tile's row j of each tiled input (and, when writing, each output) is p0 + j * d:
-    // computed once per tile rather than per step and slot. Staged outputs go through the
-    // staging rows and out with streaming stores (`bytes` per step).
-    struct RowWalk {
-        int slot;
-        bool staged;
+    // Pointers the step loop sets, *dst = p0 + (j & mask) * d at step j of a tile: the rows of
+    // tiled inputs (and registers reading them in place), of outputs when writing, and of each
+    // leaf's carry destination (next_walks_, from step 1 on; see point_next). Computed once per
+    // tile rather than per step and slot; mask 1 alternates between two rows (staging, scratch).
+    struct PtrWalk {
+        std::byte** dst;
         std::byte* p0;
         std::ptrdiff_t d;
+        std::ptrdiff_t mask;
+        std::byte* at(int j) const { return p0 + (j & mask) * d; }
+    };
+    // A staged output: its step-j row in memory, and the staging row the step wrote.
+    struct Staged {
+        PtrWalk mem;
+        std::byte* const* row;
         std::size_t bytes;
     };
-    void walk_rows(std::int64_t t0, bool writes, bool stream) {
-        in_walk_.clear();
-        out_walk_.clear();
-        for (std::size_t s = 0; s < L_.in.size(); ++s)
-            if (L_.in[s].tiled)
-                in_walk_.push_back({static_cast<int>(s), false, in_row(s, t0, 0),
-                                    in_row(s, t0, 1) - in_row(s, t0, 0), 0});
-        for (std::size_t o = 0; writes && o < L_.out.size(); ++o)
-            out_walk_.push_back({static_cast<int>(o), stream && out_contig_[o], out_row(o, t0, 0),
-                                 out_row(o, t0, 1) - out_row(o, t0, 0),
-                                 static_cast<std::size_t>(n_) * L_.out[o].esize});
+    static PtrWalk walk(std::byte** dst, std::byte* a, std::byte* b, std::ptrdiff_t mask) {
+        return {dst, a, b - a, mask};
+    }
+    void walk_rows(std::int64_t t0, Mode mode, bool stream) {
+        walks_.clear();
+        next_walks_.clear();
+        staged_.clear();
+        ahead_rows_.clear();
+        for (std::size_t s = 0; s < L_.in.size(); ++s) {
+            if (!L_.in[s].tiled) continue;
+            std::byte *a = in_row(s, t0, 0), *b = in_row(s, t0, 1);
+            walks_.push_back(walk(const_cast<std::byte**>(&f_.in_rows[s]), a, b, -1));
+            for (auto [r, slot] : code_.in_alias)
+                if (slot == static_cast<int>(s)) walks_.push_back(walk(&f_.ptrs[r], a, b, -1));
+            // Rows read in place (lanes along a contiguous dim) are one strided stream each,
+            // which crosses a page every row or two: ask for the row kAheadBytes on.
+            if (in_contig_[s] && L_.in[s].step && b != a) {
+                std::size_t bytes = static_cast<std::size_t>(n_) * L_.in[s].esize;
+                std::ptrdiff_t rows =
+                    std::max<std::ptrdiff_t>(1, kAheadBytes / static_cast<std::ptrdiff_t>(bytes));
+                ahead_rows_.push_back({{nullptr, a + rows * (b - a), b - a, -1}, nullptr, bytes});
+            }
+        }
+        bool writes = mode == Mode::Map || mode == Mode::Scan;
+        std::vector<PtrWalk> out(writes ? L_.out.size() : 0);
+        for (std::size_t o = 0; o < out.size(); ++o) {
+            std::byte** dst = &f_.out_rows[o];
+            if (stream && out_contig_[o]) {
+                out[o] = walk(dst, staging(o, t0), staging(o, t0 + 1), 1);
+                staged_.push_back({walk(nullptr, out_row(o, t0, 0), out_row(o, t0, 1), -1), dst,
+                                   static_cast<std::size_t>(n_) * L_.out[o].esize});
+            } else {
+                out[o] = walk(dst, out_row(o, t0, 0), out_row(o, t0, 1), -1);
+            }
+            walks_.push_back(out[o]);
+        }
+        if (mode == Mode::Map) return;
+        // As point_next chooses: the local tile's row, the output row, or alternating scratch.
+        for (int k = 0; k < leaves(); ++k) {
+            std::byte** dst = &f_.ptrs[code_.next[k]];
+            int o = code_.store_alias[k];
+            if (mode == Mode::Local) {
+                std::byte* row = local_tile_[k].data();
+                next_walks_.push_back(walk(dst, row, row + width_ * leaf_bytes_[k], -1));
+            } else if (mode == Mode::Scan && o >= 0) {
+                next_walks_.push_back(out[o]);
+                next_walks_.back().dst = dst;
+            } else {
+                next_walks_.push_back(walk(dst, scratch(k, flip_), scratch(k, flip_ ^ 1), 1));
+            }
+        }
     }
     std::byte* staging(std::size_t o, std::int64_t step) const {
         return staging_ + static_cast<std::ptrdiff_t>(2 * o + (step & 1)) * reg_bytes_;
@@ -502,8 +589,10 @@ private:
         std::byte* last = scratch(0, flip_);
         flip_ ^= 1;
         std::byte* out = mode == Mode::Reduce ? nullptr : out_row(code_.store_alias[0], 0, 0);
-        code_.serial_block(has_carry ? f_.ptrs[carry] : nullptr, in_row(code_.serial_x_slot, 0, 0),
-                           out, steps, last, code_.serial_x_left, L_.stream && out);
+        const std::byte* x = in_row(code_.serial_x_slot, 0, 0);
+        code_.serial_block(has_carry ? f_.ptrs[carry] : nullptr, x, out, steps, last,
+                           code_.serial_x_left, L_.stream && out,
+                           ahead_ ? ahead_ : x + kAheadBytes);
         f_.ptrs[carry] = last;
     }
 
@@ -513,22 +602,6 @@ private:
         for (const auto* regs : {&code_.carry, &code_.x, &code_.next})
             for (int i = 0; i < leaves(); ++i) f_.ptrs[(*regs)[i]] = fold_saved_[j++];
         folding_ = false;
-    }
-
-    // n copies of a value of `bytes` bytes (a fix-up's carries).
-    template <typename T>
-    static void fill_typed(std::byte* reg, std::uint64_t v, int n) {
-        T x;
-        std::memcpy(&x, &v, sizeof(T));
-        std::fill_n(reinterpret_cast<T*>(reg), n, x);
-    }
-    static void fill_lanes(std::byte* reg, int bytes, std::uint64_t v, int n) {
-        switch (bytes) {
-            case 1: return fill_typed<std::uint8_t>(reg, v, n);
-            case 2: return fill_typed<std::uint16_t>(reg, v, n);
-            case 4: return fill_typed<std::uint32_t>(reg, v, n);
-            default: return fill_typed<std::uint64_t>(reg, v, n);
-        }
     }
 
     std::byte* scratch(int leaf, int which) const {
@@ -608,6 +681,7 @@ private:
 
     const StageCode& code_;
     const Layout& L_;
+    const MemFns& mem_ = mem_fns();
     int width_;  // lanes per group; the tiles' row length
     int tile_;   // steps per gathered tile
     int reg_bytes_;  // bytes per register: width_ lanes of 8 bytes, 64-byte aligned
@@ -622,7 +696,9 @@ private:
     Frame f_;
     int n_ = 0;
     std::vector<std::int64_t> start_;  // per lane: walking step of its first element
-    std::vector<RowWalk> in_walk_, out_walk_;
+    const std::byte* ahead_ = nullptr;  // set_ahead
+    std::vector<PtrWalk> walks_, next_walks_;
+    std::vector<Staged> staged_, ahead_rows_;  // ahead_rows_: in-place input rows to prefetch
     std::vector<std::vector<std::byte>> local_tile_;  // Mode::Local: per leaf, a tile of carries
     std::vector<std::byte*> local_base_;
     std::vector<std::int64_t> local_off_;
@@ -632,71 +708,9 @@ private:
     std::vector<std::int64_t> in_stride_, out_stride_;  // lane stride, or kIrregular
     std::vector<std::vector<std::byte>> in_tile_, out_tile_;
     std::vector<int> leaf_bytes_;
+    std::vector<std::pair<std::byte**, std::byte**>> carry_next_;  // per leaf: &carry, &next
 };
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// A thread's part of a superblock: groups of lanes in chain order.
-struct Piece {
-    int lanes;
-    std::int64_t start, steps;  // lane l covers [start + l*steps, start + (l+1)*steps)
-};
-
-// Split-B: sub-ranges of one line, as many lanes as fit. Lane lengths are odd multiples of 16
-// elements when long, so the lanes' addresses fall in different cache sets.
-inline std::vector<Piece> split_range(std::int64_t a, std::int64_t b, int max_lanes = kSubLanes) {
-    std::vector<Piece> pieces;
-    for (std::int64_t n = b - a; n > 0;) {
-        int lanes = static_cast<int>(std::clamp<std::int64_t>(n / 16, 1, max_lanes));
-        std::int64_t c = n / lanes;
-        if (lanes == kSubLanes && c >= 32) c = ((c / 16 - 1) | 1) * 16;
-        pieces.push_back({lanes, a, c});
-        a += lanes * c;
-        n -= lanes * c;
-    }
-    return pieces;
-}
-
-// The fix-up scheme (run_fixup.cpp), for a split line of a generic (not one-op) stage whose
-// outputs all store leaves unchanged: phase 1 scans each lane without a carry into a local
-// buffer in L2 (Mode::Local), the lanes' totals are chained in order, and each lane's result is
-// then carry ∘ local over contiguous positions (Worker::fixup): no tile transposes and no
-// per-step dispatch in phase 3. Reassociates, so never for `ordered` runs.
-
-// The direction of the outputs along the walking dim (+1 or -1; all alike) when the stage can
-// be fixed up, else 0.
-int fixup_dir(const StageCode& code, const Layout& L);
-
-// One thread's local scans: per leaf, `steps` positions of its compute dtype, walking step t at
-// element origin + dir * t (Worker::set_local).
-class LocalScans {
-public:
-    LocalScans(const StageCode& code, const Layout& L, int dir);
-    // Buffers for walking steps [a, b).
-    void cover(std::int64_t a, std::int64_t b);
-    // For set_local.
-    std::byte* const* bases() const { return base_.data(); }
-    std::int64_t origin() const { return origin_; }
-    int dir() const { return dir_; }
-    // Phase 3 of `lanes` consecutive lanes of `n` walking steps from s0 on `line`, lane l with
-    // carries[l] (all set), or of one lane without a carry (the line's first: carries null).
-    void fix_lanes(Worker& fw, std::int64_t line, std::int64_t s0, std::int64_t n, int lanes,
-                   const std::uint64_t* const* carries);
-
-private:
-    const StageCode& code_;
-    const Layout& L_;
-    int dir_;
-    std::int64_t origin_ = 0;
-    std::vector<std::vector<std::byte>> buf_;
-    std::vector<std::byte*> base_, at_, out_at_;
-    std::vector<const std::uint64_t*> runs_;  // carries in memory order
-    std::vector<int> bytes_;
-};
-
-// Phase 3 of a piece whose lanes' carries are `carry` entries i.. (`has` unset only for a
-// line's first lane).
-void fix_piece(LocalScans& local, Worker& fw, std::int64_t line, const Piece& pc, LaneValues& carry,
-               int i, std::vector<const std::uint64_t*>& ptrs);
 
 }  // namespace scanc::cpu
