@@ -16,12 +16,14 @@ if(SCANC_SANITIZE)
   add_link_options(-fsanitize=${SCANC_SANITIZE})
 endif()
 
-# scanc_test(NAME SOURCES ... DEPS ...): a GoogleTest binary registered with ctest.
+# scanc_test(NAME SOURCES ... DEPS ... [LABELS ...] [ENVIRONMENT VAR=VALUE ...]): a GoogleTest
+# binary registered with ctest.
 function(scanc_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ENVIRONMENT" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main scanc_warnings)
   target_compile_definitions(${name} PRIVATE
     SCANC_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SCANC_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "${ARG_ENVIRONMENT}"
+                       DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -60,10 +60,8 @@ if [ "${SCANC_SKIP_ASAN:-0}" != 1 ]; then
     if stage "build (asan)" "$logs/build-asan.log" build_tree "$asan" -DCMAKE_BUILD_TYPE=Debug \
             -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DSCANC_SANITIZE=address,undefined \
             -DSCANC_BUILD_TESTS=ON -DSCANC_BUILD_CLI=OFF -DSCANC_BUILD_PYTHON=OFF; then
-        # A failing test runs once more: LeakSanitizer's tracer once crashed (signal 11) at the
-        # exit of a test that had passed, after NVRTC compiles; a real failure fails twice.
         stage "ctest (asan)" "$logs/ctest-asan.log" ctest --test-dir "$asan" \
-            --output-on-failure -j "$jobs" --repeat until-pass:2
+            --output-on-failure -j "$jobs"
     fi
 fi
 
