@@ -169,8 +169,10 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"sum 2^18 rows of 128", sum_combine(), {1 << 18, 128}, 1}};
     const char* only = std::getenv("SWEEP_ONLY");
     std::vector<std::vector<std::string>> cells(n_tunings);
+    std::vector<std::string> names;  // the cases run, in order
     for (auto& c : cases) {
         if (only && c.name.find(only) == std::string::npos) continue;
+        names.push_back(c.name);
         long long n = 1, outer = 1, inner = 1;
         for (std::size_t j = 0; j < c.shape.size(); ++j) {
             n *= c.shape[j];
@@ -219,10 +221,9 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
     }
     unsetenv("SCANC_CUDA_TUNING");
     std::printf("\n| SCANC_CUDA_TUNING |");
-    for (auto& c : cases)
-        if (!only || c.name.find(only) != std::string::npos) std::printf(" %s |", c.name.c_str());
+    for (auto& name : names) std::printf(" %s |", name.c_str());
     std::printf("\n|---|");
-    for (std::size_t j = 0; j < cells[0].size(); ++j) std::printf("---|");
+    for (std::size_t j = 0; j < names.size(); ++j) std::printf("---|");
     for (int i = 0; i < n_tunings; ++i) {
         std::printf("\n| %s |", tunings[i]);
         for (auto& cell : cells[i]) std::printf(" %s |", cell.c_str());
