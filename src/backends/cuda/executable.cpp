@@ -216,6 +216,7 @@ private:
                 blocks = outer * chunks;
                 threads = static_cast<unsigned>(k.tuning.row_threads);
                 status_words = chunks > 1 ? blocks * 2 * nw : 0;
+                if (t.persist) blocks = std::min<i64>(blocks, i64{exe_.sm_count_} * k.rows_per_sm);
                 fn = k.rows;
             } else {
                 groups = ceil_div(inner, 32);
@@ -306,6 +307,8 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
             SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.resident_per_sm, k.resident, t.res_threads,
                      k.resident_smem);
             k.resident_per_sm = std::max(k.resident_per_sm, 1);
+            SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.rows_per_sm, k.rows, t.row_threads, k.rows_smem);
+            k.rows_per_sm = std::max(k.rows_per_sm, 1);
         } else {
             SCANC_CU(cuModuleGetFunction, &k.map, module, cat("scanc_map_", s.id).c_str());
         }
