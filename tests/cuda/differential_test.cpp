@@ -33,12 +33,6 @@ program p(x: f32[N]) {
 }
 )";
 
-// Sets SCANC_CUDA_TUNING for a scope (the overrides apply to every state size).
-struct TuningOverride {
-    explicit TuningOverride(const char* t) { setenv("SCANC_CUDA_TUNING", t, 1); }
-    ~TuningOverride() { unsetenv("SCANC_CUDA_TUNING"); }
-};
-
 TEST_F(CudaDifferential, OneDimensionalSumsMatchAtAwkwardLengths) {
     auto program = parse_program(kSum);
     for (std::int64_t n : {0, 1, 2, 31, 32, 33, 97, 4095, 4096, 4097, 6143, 6145, 8191, 8193, 65537, 1048573,
@@ -214,31 +208,6 @@ program p(x: f32[M, N]) {
     EXPECT_TRUE(close(back, want[0], 0, 0));
 }
 
-TEST_F(CudaDifferential, PersistentLookBackRowsMatch) {
-    // Look-back rows on a resident grid that prefetches its next tile: 1-D and several long
-    // rows, both directions, a 2-leaf combine, more tiles than the grid holds.
-    TuningOverride tuning("persist=1");
-    auto program = parse_program(R"(
-combine add(a | b) { return a + b }
-combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
-program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
-  s = scan add(x) dim=1
-  r = scan add(x) dim=1 reverse
-  (pa, pb) = scan affine(a, b) dim=1
-  return s, r, pb
-}
-)");
-    Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
-    for (auto [m, n] : {std::pair{1, 4097}, {1, (1 << 22) + 3}, {5, 1000003}, {129, 65537}}) {
-        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
-        expect_matches_reference(program,
-                                 {random_tensor(DType::F32, {m, n}, rng),
-                                  random_tensor(DType::F32, {m, n}, rng, coefficient),
-                                  random_tensor(DType::F32, {m, n}, rng, offset)},
-                                 1e-4, 1e-5);
-    }
-}
-
 TEST_F(CudaDifferential, ScansOfMoreThan2To31ElementsIndexIn64Bits) {
     // u8 sums of all-ones inputs wrap mod 256, so every output is known without a reference
     // run: (position along the scan dim + 1) mod 256. One layout per kernel: a 1-D look-back
@@ -289,6 +258,12 @@ TEST_F(CudaDifferential, ScansOfMoreThan2To31ElementsIndexIn64Bits) {
         SCANC_CU(cuMemFree, dev);
     }
 }
+
+// Sets SCANC_CUDA_TUNING for a scope (the overrides apply to every state size).
+struct TuningOverride {
+    explicit TuningOverride(const char* t) { setenv("SCANC_CUDA_TUNING", t, 1); }
+    ~TuningOverride() { unsetenv("SCANC_CUDA_TUNING"); }
+};
 
 TEST_F(CudaDifferential, RowTilesBeyondStaticSharedMemoryMatch) {
     // 256 x 32 items of a 2-word state: a 67 KB transpose, past the 48 KB static limit, so the

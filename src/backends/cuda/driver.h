@@ -26,7 +26,6 @@ namespace scanc::cuda {
     X(cuFuncSetAttribute, "cuFuncSetAttribute")         \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor") \
     X(cuLaunchKernel, "cuLaunchKernel")                 \
-    X(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel") \
     X(cuMemAlloc, "cuMemAlloc_v2")                      \
     X(cuMemFree, "cuMemFree_v2")                        \
     X(cuMemGetInfo, "cuMemGetInfo_v2")                  \

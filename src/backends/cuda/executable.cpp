@@ -187,7 +187,6 @@ private:
         if (numel == 0) return;
         std::vector<i64> args = pack(s, shape);
         unsigned threads, smem = 0;
-        bool cooperative = false;
         i64 blocks;
         CUfunction fn;
         if (!s.is_scan) {
@@ -217,12 +216,6 @@ private:
                 blocks = outer * chunks;
                 threads = static_cast<unsigned>(k.tuning.row_threads);
                 status_words = chunks > 1 ? blocks * 2 * nw : 0;
-                if (t.persist && chunks > 1) {
-                    // A persistent block waits on tiles of other blocks' later iterations, so all
-                    // of them must be resident together: a cooperative launch guarantees it.
-                    blocks = std::min<i64>(blocks, i64{exe_.sm_count_} * k.rows_per_sm);
-                    cooperative = true;
-                }
                 fn = k.rows;
             } else {
                 groups = ceil_div(inner, 32);
@@ -243,12 +236,8 @@ private:
                 args.push_back(v);
         }
         void* params[] = {args.data()};
-        if (cooperative)  // every block resident at once, or the launch fails: the look-back waits end
-            SCANC_CU(cuLaunchCooperativeKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, smem,
-                     stream_, params);
-        else
-            SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, smem, stream_,
-                     params, nullptr);
+        SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, smem, stream_,
+                 params, nullptr);
     }
 
     Tensor to_host(const DeviceView& v) {
@@ -317,8 +306,6 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
             SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.resident_per_sm, k.resident, t.res_threads,
                      k.resident_smem);
             k.resident_per_sm = std::max(k.resident_per_sm, 1);
-            SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.rows_per_sm, k.rows, t.row_threads, k.rows_smem);
-            k.rows_per_sm = std::max(k.rows_per_sm, 1);
         } else {
             SCANC_CU(cuModuleGetFunction, &k.map, module, cat("scanc_map_", s.id).c_str());
         }

@@ -43,7 +43,7 @@ const Row kTable[] = {
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
                            "with keys rows=TxI, window=W, cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
-                           "tickets=0|1, persist=0|1, e.g. rows=128x32,mb=4"));
+                           "tickets=0|1, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
@@ -73,7 +73,6 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "res") pair(t.res_threads, t.res_items);
         else if (key == "rmb") t.res_min_blocks = number(value);
         else if (key == "tickets" && (value == "0" || value == "1")) t.tickets = value == "1";
-        else if (key == "persist" && (value == "0" || value == "1")) t.persist = value == "1";
         else bad_tuning(env, cat("unknown key or value in `", field, "`"));
     }
     if (t.row_threads % 32 || t.res_threads % 32 || t.row_window % 32)
@@ -86,7 +85,7 @@ std::string Tuning::str() const {
     return cat("rows ", row_threads, "x", row_items, " w", row_window, ", cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
-               tickets ? ", tickets" : "", persist ? ", persistent rows" : "");
+               tickets ? ", tickets" : "");
 }
 
 Tuning choose_tuning(int state_words, int cc) {

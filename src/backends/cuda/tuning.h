@@ -30,8 +30,6 @@ struct Tuning {
     // Tile ids from an atomic ticket instead of blockIdx.x (forward progress that does not rely
     // on blocks starting in index order; costs a round trip before a tile's loads).
     bool tickets = false;
-    // Look-back rows on a resident grid that prefetches each block's next tile.
-    bool persist = false;
 
     std::string str() const;  // "rows 256x16 w256, cols 8x16 w16, map 256, ..."
 };
@@ -39,7 +37,7 @@ struct Tuning {
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
 // key=value with keys rows=TxI, window=W, cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N,
-// tickets=0|1, persist=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
+// tickets=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 
 // Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words

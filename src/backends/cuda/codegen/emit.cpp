@@ -247,8 +247,7 @@ std::string generate_source(const Plan& plan, int cc) {
         if (s.is_scan) {
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", " << tuning.min_blocks
                 << ") scanc_rows_" << s.id
-                << "(const " << k << "::Args a) { " << (tuning.persist ? "scan_rows_persistent<" : "scan_rows<") << k
-                << ">(a); }\n";
+                << "(const " << k << "::Args a) { scan_rows<" << k << ">(a); }\n";
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.res_threads << ", "
                 << tuning.res_min_blocks << ") scanc_resident_" << s.id << "(const " << k
                 << "::Args a) { scan_rows_resident<" << k << ">(a); }\n";

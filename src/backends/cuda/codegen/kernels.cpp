@@ -121,173 +121,107 @@ __device__ __forceinline__ int valid_items(i64 first, i64 end, int it) {
 // Long rows: a row is split into tiles of THREADS x ITEMS elements chained by a deterministic
 // windowed look-back. Look-back words: the aggregates A of every tile, then the inclusive
 // prefixes P, NW words per tile each, so that a warp's window loads are coalesced.
-template <class K> struct RowTiles {
+template <class K> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
-    static constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
-    static constexpr int SEG = 32 * IT, PER = W / 32;
-    static constexpr i64 TILE = (i64)T * IT;
-    struct Shared {
-        u32 tot[2][WARPS][K::NW];  // warp totals, double-buffered: one barrier less per tile
-        int has[2][WARPS];
-        u32 pre[K::NW];
-        u32 win[K::NW][W + W / 32];  // the window's aggregates, in tile order (pad32)
-    };
-    // Where tile `tile` lies: its row's context, its chunk, its elements [start, end) and this
-    // thread's striped part (t0, nval).
-    struct Place {
-        i64 chunk, end, wbase;
-        int nval;
-        typename K::Ctx x;
-    };
-    static __device__ __forceinline__ Place place(const typename K::Args& a, i64 tile) {
-        const ScanParams& p = a.p;
-        Place pl;
-        const i64 row = tile / p.chunks;
-        pl.chunk = tile - row * p.chunks;
-        const i64 start = pl.chunk * TILE;
-        pl.end = start + TILE < p.len ? start + TILE : p.len;
-        pl.wbase = start + (i64)(threadIdx.x / 32) * SEG;
-        pl.nval = striped_valid(pl.wbase + threadIdx.x % 32, pl.end, IT);
-        K::row_base(a, row, 0, pl.x);
-        return pl;
+    constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
+    constexpr int SEG = 32 * IT, PER = W / 32;
+    constexpr i64 TILE = (i64)T * IT;
+    Segment<K, IT>* xchg = reinterpret_cast<Segment<K, IT>*>(sc_dyn_smem);
+    __shared__ u32 s_tot[WARPS][K::NW];
+    __shared__ int s_has[WARPS];
+    __shared__ u32 s_pre[K::NW];
+    __shared__ u32 s_win[K::NW][W + W / 32];  // the window's aggregates, in tile order (pad32)
+    const ScanParams& p = a.p;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const i64 tile = tile_id<K>(p), row = tile / p.chunks, chunk = tile % p.chunks;
+    const i64 start = chunk * TILE, end = start + TILE < p.len ? start + TILE : p.len;
+    typename K::Ctx x;
+    K::row_base(a, row, 0, x);
+    const u32 epoch = (u32)p.epoch;
+    // Deterministic look-back: the prefix of chunk c is always P(ws - 1) o A(ws) o ... o A(c - 1),
+    // ws = c rounded down to the window; the same association on every run. Warp 0 issues the
+    // loads of those words now, so they travel while the tile's data does: load j of lane l
+    // reads A(ws + 32 j + l).
+    const bool lookback = warp == 0 && chunk > 0;
+    const i64 ws = chunk / W * W;
+    const int nwin = lookback && chunk - ws > lane ? (int)((chunk - ws - lane + 31) / 32) : 0;
+    u64* const a_row = p.status + (u64)(tile - chunk) * K::NW;
+    u64* const p_row = a_row + (u64)p.outer * p.chunks * K::NW;
+    auto a_of = [&](int j) { return a_row + (u64)(ws + j * 32 + lane) * K::NW; };
+    auto p_of = [&](int) { return p_row + (u64)(ws - 1) * K::NW; };
+    u64 raw[PER][K::NW], praw[1][K::NW];
+    issue_window<K, PER>(nwin, a_of, epoch, raw);
+    issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
+    const i64 wbase = start + (i64)warp * SEG;
+    const int nval = striped_valid(wbase + lane, end, IT);
+    S items[IT];
+    load_striped<K, IT>(a, x, wbase + lane, nval, items);
+    S ex, v;
+    bool exh, h;
+    scan_segment<K, IT>(xchg[warp], items, valid_items(wbase + (i64)lane * IT, end, IT), x.cap, ex, exh, v, h);
+    if (lane == 31) {
+        u32 w[K::NW]; K::to_words(v, w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) s_tot[warp][j] = w[j];
+        s_has[warp] = h;
     }
-    static __device__ __forceinline__ void load(const typename K::Args& a, const Place& pl, S (&items)[IT]) {
-        load_striped<K, IT>(a, pl.x, pl.wbase + threadIdx.x % 32, pl.nval, items);
-    }
-    // Everything after the loads: local scan, look-back (warp 0), prefix, stores. `parity`
-    // selects the warp-total buffer (alternate it when a block scans several tiles).
-    static __device__ __forceinline__ void scan(const typename K::Args& a, Shared& sh, Segment<K, IT>& sw,
-                                                i64 tile, const Place& pl, S (&items)[IT], int parity) {
-        const ScanParams& p = a.p;
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        const i64 chunk = pl.chunk;
-        const u32 epoch = (u32)p.epoch;
-        // Deterministic look-back: the prefix of chunk c is always P(ws - 1) o A(ws) o ... o
-        // A(c - 1), ws = c rounded down to the window; the same association on every run. Warp
-        // 0 issues the loads of those words now, so they travel while the tile is scanned: load
-        // j of lane l reads A(ws + 32 j + l).
-        const bool lookback = warp == 0 && chunk > 0;
-        const i64 ws = chunk / W * W;
-        const int nwin = lookback && chunk - ws > lane ? (int)((chunk - ws - lane + 31) / 32) : 0;
-        u64* const a_row = p.status + (u64)(tile - chunk) * K::NW;
-        u64* const p_row = a_row + (u64)p.outer * p.chunks * K::NW;
-        auto a_of = [&](int j) { return a_row + (u64)(ws + j * 32 + lane) * K::NW; };
-        auto p_of = [&](int) { return p_row + (u64)(ws - 1) * K::NW; };
-        u64 raw[PER][K::NW], praw[1][K::NW];
-        issue_window<K, PER>(nwin, a_of, epoch, raw);
-        issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
-        S ex, v;
-        bool exh, h;
-        scan_segment<K, IT>(sw, items, valid_items(pl.wbase + (i64)lane * IT, pl.end, IT), pl.x.cap, ex, exh, v, h);
-        auto& tot = sh.tot[parity];
-        auto& has = sh.has[parity];
-        if (lane == 31) {
-            u32 w[K::NW]; K::to_words(v, w);
+    __syncthreads();
+    if (warp == 0 && p.chunks > 1) {
+        S tagg; bool th = false;
+        #pragma unroll
+        for (int w2 = 0; w2 < WARPS; ++w2) fold<K>(th, tagg, s_has[w2], K::from_words(s_tot[w2]), x.cap);
+        u64* const st_a = a_row + (u64)chunk * K::NW, *const st_p = p_row + (u64)chunk * K::NW;
+        if (lane == 0) publish<K>(st_a, epoch, tagg);  // A: this tile's aggregate
+        if (chunk == 0) {
+            if (lane == 0) publish<K>(st_p, epoch, tagg);  // P: inclusive prefix
+        } else {
+            // Back to tile order through shared memory: lane l folds A(ws + PER l ...) in order.
+            wait_window<K, PER>(a_of, epoch, raw);
             #pragma unroll
-            for (int j = 0; j < K::NW; ++j) tot[warp][j] = w[j];
-            has[warp] = h;
-        }
-        __syncthreads();
-        if (warp == 0 && p.chunks > 1) {
-            S tagg; bool th = false;
+            for (int j = 0; j < PER; ++j)
+                #pragma unroll
+                for (int q = 0; q < K::NW; ++q)
+                    if (j < nwin) s_win[q][pad32(j * 32 + lane)] = (u32)raw[j][q];
+            __syncwarp();
+            const i64 c0 = ws + lane * PER;
+            const int nfold = c0 >= chunk ? 0 : (chunk - c0 >= PER ? PER : (int)(chunk - c0));
+            S f; bool fh = false;
             #pragma unroll
-            for (int w2 = 0; w2 < WARPS; ++w2) fold<K>(th, tagg, has[w2], K::from_words(tot[w2]), pl.x.cap);
-            u64* const st_a = a_row + (u64)chunk * K::NW, *const st_p = p_row + (u64)chunk * K::NW;
-            if (lane == 0) publish<K>(st_a, epoch, tagg);  // A: this tile's aggregate
-            if (chunk == 0) {
-                if (lane == 0) publish<K>(st_p, epoch, tagg);  // P: inclusive prefix
-            } else {
-                // Back to tile order through shared memory: lane l folds A(ws + PER l ...) in order.
-                wait_window<K, PER>(a_of, epoch, raw);
-                #pragma unroll
-                for (int j = 0; j < PER; ++j)
+            for (int i = 0; i < PER; ++i)
+                if (i < nfold) {
+                    u32 w[K::NW];
                     #pragma unroll
-                    for (int q = 0; q < K::NW; ++q)
-                        if (j < nwin) sh.win[q][pad32(j * 32 + lane)] = (u32)raw[j][q];
-                __syncwarp();
-                const i64 c0 = ws + lane * PER;
-                const int nfold = c0 >= chunk ? 0 : (chunk - c0 >= PER ? PER : (int)(chunk - c0));
-                S f; bool fh = false;
-                #pragma unroll
-                for (int i = 0; i < PER; ++i)
-                    if (i < nfold) {
-                        u32 w[K::NW];
-                        #pragma unroll
-                        for (int q = 0; q < K::NW; ++q) w[q] = sh.win[q][pad32(lane * PER + i)];
-                        fold<K>(fh, f, true, K::from_words(w), pl.x.cap);
-                    }
-                #pragma unroll
-                for (int d = 1; d < 32; d *= 2) {  // ordered tree reduction: lane 0 gets the fold
-                    S o = shfl_state<K>(f, d, false);
-                    bool oh = __shfl_down_sync(0xffffffffu, fh, d);
-                    if (lane + d < 32) fold<K>(fh, f, oh, o, pl.x.cap);
+                    for (int q = 0; q < K::NW; ++q) w[q] = s_win[q][pad32(lane * PER + i)];
+                    fold<K>(fh, f, true, K::from_words(w), x.cap);
                 }
-                if (lane == 0) {
-                    S pre = f;
-                    if (ws > 0) {
-                        S pw; bool ph = false;
-                        finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, pl.x.cap);
-                        pre = fh ? K::combine(pw, f, pl.x.cap) : pw;
-                    }
-                    if (chunk + 1 < p.chunks) publish<K>(st_p, epoch, K::combine(pre, tagg, pl.x.cap));
-                    u32 w[K::NW]; K::to_words(pre, w);
-                    #pragma unroll
-                    for (int j = 0; j < K::NW; ++j) sh.pre[j] = w[j];
+            #pragma unroll
+            for (int d = 1; d < 32; d *= 2) {  // ordered tree reduction: lane 0 gets the fold
+                S o = shfl_state<K>(f, d, false);
+                bool oh = __shfl_down_sync(0xffffffffu, fh, d);
+                if (lane + d < 32) fold<K>(fh, f, oh, o, x.cap);
+            }
+            if (lane == 0) {
+                S pre = f;
+                if (ws > 0) {
+                    S pw; bool ph = false;
+                    finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
+                    pre = fh ? K::combine(pw, f, x.cap) : pw;
                 }
+                if (chunk + 1 < p.chunks) publish<K>(st_p, epoch, K::combine(pre, tagg, x.cap));
+                u32 w[K::NW]; K::to_words(pre, w);
+                #pragma unroll
+                for (int j = 0; j < K::NW; ++j) s_pre[j] = w[j];
             }
         }
-        __syncthreads();
-        // this thread's exclusive prefix: tile prefix o earlier warps o earlier lanes
-        bool ph = chunk > 0;
-        S pre;
-        if (ph) pre = K::from_words(sh.pre);
-        for (int w2 = 0; w2 < warp; ++w2) fold<K>(ph, pre, has[w2], K::from_words(tot[w2]), pl.x.cap);
-        fold<K>(ph, pre, exh, ex, pl.x.cap);
-        store_segment<K, IT>(a, pl.x, sw, items, ph, pre, pl.wbase + lane, pl.nval);
     }
-};
-
-// One tile per block.
-template <class K> __device__ void scan_rows(const typename K::Args& a) {
-    typedef RowTiles<K> R;
-    __shared__ typename R::Shared sh;
-    Segment<K, R::IT>* xchg = reinterpret_cast<Segment<K, R::IT>*>(sc_dyn_smem);
-    const i64 tile = tile_id<K>(a.p);
-    const typename R::Place pl = R::place(a, tile);
-    typename K::State items[R::IT];
-    R::load(a, pl, items);
-    R::scan(a, sh, xchg[threadIdx.x / 32], tile, pl, items, 0);
-}
-
-// A grid of resident blocks (SMs x occupancy) takes tiles blockIdx.x, + gridDim.x, ... and
-// issues the next tile's loads before scanning the current one, so that memory stays busy
-// while a block waits for its look-back. Every predecessor of a tile belongs to a resident
-// block's same or earlier iteration, so the waits end.
-template <class K> __device__ void scan_rows_persistent(const typename K::Args& a) {
-    typedef RowTiles<K> R;
-    __shared__ typename R::Shared sh;
-    Segment<K, R::IT>* xchg = reinterpret_cast<Segment<K, R::IT>*>(sc_dyn_smem);
-    const i64 tiles = a.p.outer * a.p.chunks;
-    i64 tile = blockIdx.x;
-    if (tile >= tiles) return;
-    typename R::Place pl = R::place(a, tile);
-    typename K::State items[R::IT];
-    R::load(a, pl, items);
-    for (int parity = 0;; parity ^= 1) {
-        const i64 next = tile + gridDim.x;
-        typename R::Place npl;
-        typename K::State nitems[R::IT];
-        if (next < tiles) {
-            npl = R::place(a, next);
-            R::load(a, npl, nitems);
-        }
-        R::scan(a, sh, xchg[threadIdx.x / 32], tile, pl, items, parity);
-        if (next >= tiles) break;
-        tile = next;
-        pl = npl;
-        #pragma unroll
-        for (int k = 0; k < R::IT; ++k) items[k] = nitems[k];
-    }
+    __syncthreads();
+    // this thread's exclusive prefix: tile prefix o earlier warps o earlier lanes
+    bool ph = chunk > 0;
+    S pre;
+    if (ph) pre = K::from_words(s_pre);
+    for (int w2 = 0; w2 < warp; ++w2) fold<K>(ph, pre, s_has[w2], K::from_words(s_tot[w2]), x.cap);
+    fold<K>(ph, pre, exh, ex, x.cap);
+    store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
 }
 
 // Rows that fit one tile (len <= RES_THREADS x RES_ITEMS): no look-back. A grid of resident
