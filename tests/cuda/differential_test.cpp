@@ -23,7 +23,34 @@ protected:
         setenv("SCANC_CUDA_POISON", "1", 1);  // unwritten outputs show as NaN / all-ones bits
     }
     std::mt19937_64 rng{std::random_device{}()};
+
+    // Program `text` over x, a, b: f32[M, N] (a: affine coefficients in [0.5, 1], b: offsets in
+    // [-1, 1]) at each shape, against the reference.
+    void expect_rows_match(const char* text, std::initializer_list<std::pair<int, int>> shapes) {
+        auto program = parse_program(text);
+        Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
+        for (auto [m, n] : shapes) {
+            SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+            expect_matches_reference(program,
+                                     {random_tensor(DType::F32, {m, n}, rng),
+                                      random_tensor(DType::F32, {m, n}, rng, coefficient),
+                                      random_tensor(DType::F32, {m, n}, rng, offset)},
+                                     1e-4, 1e-5);
+        }
+    }
 };
+
+// Sums both ways and the affine recurrence along the rows of x, a, b.
+constexpr const char* kRowScans = R"(
+combine add(a | b) { return a + b }
+combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
+program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
+  s = scan add(x) dim=1
+  r = scan add(x) dim=1 reverse
+  (pa, pb) = scan affine(a, b) dim=1
+  return s, r, pb
+}
+)";
 
 constexpr const char* kSum = R"(
 combine add(a | b) { return a + b }
@@ -265,6 +292,13 @@ struct TuningOverride {
     ~TuningOverride() { unsetenv("SCANC_CUDA_TUNING"); }
 };
 
+TEST_F(CudaDifferential, LookBackFromTheNearestPublishedPrefixMatches) {
+    // nondet=1, the instrument that measures what determinism costs: small tiles (64 x 4) and
+    // windows (32 tiles) so that the nearest published prefix falls anywhere in a window.
+    TuningOverride tuning("rows=64x4,window=32,nondet=1");
+    expect_rows_match(kRowScans, {{1, 257}, {1, 1000003}, {3, 65537}, {129, 40961}});
+}
+
 TEST_F(CudaDifferential, RowTilesBeyondStaticSharedMemoryMatch) {
     // 256 x 32 items of a 2-word state: a 67 KB transpose, past the 48 KB static limit, so the
     // launch opts in to dynamic shared memory, in the look-back rows kernel (8193, 40961) and
@@ -294,7 +328,7 @@ TEST_F(CudaDifferential, ManyShortRowsMatchAcrossResidentGridIterations) {
     // More rows than the resident grid holds at once, so each block or warp scans several rows
     // and prefetches the next: rows of at most 32 x items go one per warp (33, 512), longer
     // ones one per block (513, 1000, 4096), both directions.
-    auto program = parse_program(R"(
+    expect_rows_match(R"(
 combine add(a | b) { return a + b }
 combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
 program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
@@ -303,16 +337,8 @@ program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
   (pa, pb) = scan affine(a, b) dim=1 reverse
   return s, r, pb
 }
-)");
-    Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
-    for (auto [m, n] : {std::pair{70001, 33}, {20011, 512}, {3001, 513}, {2003, 1000}, {1031, 4096}}) {
-        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
-        expect_matches_reference(program,
-                                 {random_tensor(DType::F32, {m, n}, rng),
-                                  random_tensor(DType::F32, {m, n}, rng, coefficient),
-                                  random_tensor(DType::F32, {m, n}, rng, offset)},
-                                 1e-4, 1e-5);
-    }
+)",
+                      {{70001, 33}, {20011, 512}, {3001, 513}, {2003, 1000}, {1031, 4096}});
 }
 
 TEST_F(CudaDifferential, TicketedTilesMatch) {

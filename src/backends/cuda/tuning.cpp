@@ -73,6 +73,7 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "res") pair(t.res_threads, t.res_items);
         else if (key == "rmb") t.res_min_blocks = number(value);
         else if (key == "tickets" && (value == "0" || value == "1")) t.tickets = value == "1";
+        else if (key == "nondet" && (value == "0" || value == "1")) t.nondeterministic = value == "1";
         else bad_tuning(env, cat("unknown key or value in `", field, "`"));
     }
     if (t.row_threads % 32 || t.res_threads % 32 || t.row_window % 32)
@@ -85,7 +86,7 @@ std::string Tuning::str() const {
     return cat("rows ", row_threads, "x", row_items, " w", row_window, ", cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
-               tickets ? ", tickets" : "");
+               tickets ? ", tickets" : "", nondeterministic ? ", nondeterministic" : "");
 }
 
 Tuning choose_tuning(int state_words, int cc) {

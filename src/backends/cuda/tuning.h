@@ -30,6 +30,9 @@ struct Tuning {
     // Tile ids from an atomic ticket instead of blockIdx.x (forward progress that does not rely
     // on blocks starting in index order; costs a round trip before a tile's loads).
     bool tickets = false;
+    // Measurement only: a look-back that starts at the nearest published prefix, so its
+    // association depends on timing (not bit-identical run to run). What determinism costs.
+    bool nondeterministic = false;
 
     std::string str() const;  // "rows 256x16 w256, cols 8x16 w16, map 256, ..."
 };

@@ -99,7 +99,8 @@ private:
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
              << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n"
              << "    static constexpr int RES_THREADS = " << tuning_.res_threads << ", RES_ITEMS = " << tuning_.res_items
-             << ";\n    static constexpr bool TICKETS = " << (tuning_.tickets ? "true" : "false") << ";\n";
+             << ";\n    static constexpr bool TICKETS = " << (tuning_.tickets ? "true" : "false")
+             << ", NONDET = " << (tuning_.nondeterministic ? "true" : "false") << ";\n";
         out_ << "    struct State {";
         for (std::size_t i = 0; i < leaves.size(); ++i) out_ << " " << compute_ctype(leaves[i]) << " v" << i << ";";
         out_ << " };\n    struct Cap {";

@@ -159,6 +159,10 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     S ex, v;
     bool exh, h;
     scan_segment<K, IT>(xchg[warp], items, valid_items(wbase + (i64)lane * IT, end, IT), x.cap, ex, exh, v, h);
+    // NONDET (an instrument that measures what determinism costs): a snapshot of the window's P
+    // words, taken now; the fold starts at the nearest one published, as CUB's look-back does.
+    u64 rawp[K::NONDET ? PER : 1][K::NW];
+    if constexpr (K::NONDET) issue_window<K, PER>(nwin, [&](int j) { return p_row + (u64)(ws + j * 32 + lane) * K::NW; }, epoch, rawp);
     if (lane == 31) {
         u32 w[K::NW]; K::to_words(v, w);
         #pragma unroll
@@ -182,13 +186,31 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
                 #pragma unroll
                 for (int q = 0; q < K::NW; ++q)
                     if (j < nwin) s_win[q][pad32(j * 32 + lane)] = (u32)raw[j][q];
+            int near = 0;  // NONDET: 1 + (index - ws) of the nearest published P in the window, or 0
+            if constexpr (K::NONDET) {
+                #pragma unroll
+                for (int j = 0; j < PER; ++j) {
+                    bool ready = j < nwin;
+                    #pragma unroll
+                    for (int q = 0; q < K::NW; ++q) ready = ready && (u32)(rawp[j][q] >> 32) == epoch;
+                    if (ready) near = j * 32 + lane + 1;
+                }
+                near = __reduce_max_sync(0xffffffffu, near);
+                #pragma unroll
+                for (int j = 0; j < PER; ++j)
+                    if (near && j * 32 + lane == near - 1) {
+                        #pragma unroll
+                        for (int q = 0; q < K::NW; ++q) s_pre[q] = (u32)rawp[j][q];
+                    }
+            }
             __syncwarp();
             const i64 c0 = ws + lane * PER;
             const int nfold = c0 >= chunk ? 0 : (chunk - c0 >= PER ? PER : (int)(chunk - c0));
+            const int skip = near > lane * PER ? near - lane * PER : 0;  // items at or before that P
             S f; bool fh = false;
             #pragma unroll
             for (int i = 0; i < PER; ++i)
-                if (i < nfold) {
+                if (i < nfold && i >= skip) {
                     u32 w[K::NW];
                     #pragma unroll
                     for (int q = 0; q < K::NW; ++q) w[q] = s_win[q][pad32(lane * PER + i)];
@@ -202,7 +224,10 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
             }
             if (lane == 0) {
                 S pre = f;
-                if (ws > 0) {
+                if (near) {
+                    const S pn = K::from_words(s_pre);
+                    pre = fh ? K::combine(pn, f, x.cap) : pn;
+                } else if (ws > 0) {
                     S pw; bool ph = false;
                     finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
                     pre = fh ? K::combine(pw, f, x.cap) : pw;
