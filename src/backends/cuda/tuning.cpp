@@ -43,7 +43,7 @@ const Row kTable[] = {
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
                            "with keys rows=TxI, window=W, cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
-                           "tickets=0|1, e.g. rows=128x32,mb=4"));
+                           "tickets=0|1, nondet=0|1, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
