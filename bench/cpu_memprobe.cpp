@@ -9,7 +9,8 @@
 // stores, over one stream or K pages interleaved (glibc's large copy interleaves pages); reads
 // alone; a reassociated f32 prefix sum like the backend's one-op blocks (8 segments of 64 per
 // block, fix-up, streaming stores through an L1 block) without and with software prefetch
-// ahead. Needs AVX2 (x86-64); elsewhere it says so and exits.
+// ahead; rows of 16 KiB scanned by the backend's f32 add kernels of rounds 4 and 5 with
+// several prefetch distances. Needs AVX2 (x86-64); elsewhere it says so and exits.
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -83,6 +84,70 @@ void scan_blocks(float* d, const float* s, std::size_t n) {
         copy_nt(d + b, buf, 512);
     }
 }
+
+// Rows of 16 KiB (a 4096 x 4096 f32 scan along the last dim), each scanned by the backend's
+// f32 add kernel of round 4 (VecScan: 8 segments of 64 scanned through an L1 buffer, fixed up,
+// streamed out) or of round 5 (one pass, the running value a register), prefetching `Ahead`
+// bytes on (0: none). Round 4's question: why the rows read at half a copy's rate.
+constexpr std::size_t kRow = 4096;
+
+__attribute__((target("avx2"))) inline __m256 scan8_shifts(__m256 v) {  // round 4
+    const __m256i by1 = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+    const __m256i by2 = _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5);
+    v = _mm256_blend_ps(v, _mm256_add_ps(_mm256_permutevar8x32_ps(v, by1), v), 0xFE);
+    v = _mm256_blend_ps(v, _mm256_add_ps(_mm256_permutevar8x32_ps(v, by2), v), 0xFC);
+    return _mm256_blend_ps(v, _mm256_add_ps(_mm256_permute2f128_ps(v, v, 0x08), v), 0xF0);
+}
+template <int Ahead>
+__attribute__((target("avx2"))) void rows_segments(float* d, const float* s, std::size_t n) {
+    alignas(64) float buf[512];
+    const __m256i last = _mm256_set1_epi32(7);
+    for (std::size_t r = 0; r < n; r += kRow) {
+        float c = 0;
+        for (std::size_t b = r; b < r + kRow; b += 512) {
+            if (Ahead)
+                for (int i = 0; i < 512; i += 16) __builtin_prefetch(s + b + Ahead / 4 + i);
+            __m256 cs[8];
+            for (int j = 0; j < 64; j += 8)
+                for (int k = 0; k < 8; ++k) {
+                    __m256 v = scan8_shifts(_mm256_loadu_ps(s + b + k * 64 + j));
+                    if (j) v = _mm256_add_ps(cs[k], v);
+                    cs[k] = _mm256_permutevar8x32_ps(v, last);
+                    _mm256_store_ps(buf + k * 64 + j, v);
+                }
+            for (int k = 0; k < 8; ++k) {
+                for (int j = 0; j < 64; ++j) buf[k * 64 + j] += c;
+                c = buf[k * 64 + 63];
+            }
+            copy_nt(d + b, buf, 512);
+        }
+    }
+}
+// Round 5: in-lane shifts with the identity (-0.0) shifted in, then the low half's total.
+__attribute__((target("avx2"))) inline __m256 scan8_chain(__m256 v, __m256 id) {
+    __m256i z = _mm256_castps_si256(id);
+    v = _mm256_add_ps(_mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(v), z, 12)), v);
+    v = _mm256_add_ps(_mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(v), z, 8)), v);
+    __m256 low = _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(3));
+    return _mm256_add_ps(_mm256_blend_ps(id, low, 0xF0), v);
+}
+template <int Ahead>
+__attribute__((target("avx2"))) void rows_chain(float* d, const float* s, std::size_t n) {
+    const __m256 id = _mm256_set1_ps(-0.0f);
+    const __m256i top = _mm256_set1_epi32(7);
+    for (std::size_t r = 0; r < n; r += kRow) {
+        __m256 c = id;
+        for (std::size_t i = r; i < r + kRow; i += 16) {
+            if (Ahead) __builtin_prefetch(s + i + Ahead / 4);
+            __m256 a = scan8_chain(_mm256_loadu_ps(s + i), id);
+            __m256 b = scan8_chain(_mm256_loadu_ps(s + i + 8), id);
+            __m256 ca = _mm256_add_ps(c, _mm256_permutevar8x32_ps(a, top));
+            _mm256_stream_ps(d + i, _mm256_add_ps(c, a));
+            _mm256_stream_ps(d + i + 8, _mm256_add_ps(ca, b));
+            c = _mm256_add_ps(ca, _mm256_permutevar8x32_ps(b, top));
+        }
+    }
+}
 #endif
 
 void glibc_copy(float* d, const float* s, std::size_t n) { std::memcpy(d, s, n * 4); }
@@ -140,11 +205,16 @@ int main(int argc, char** argv) {
         {"scan blocks, prefetch 2 KiB ahead", scan_blocks<2048>, 2},
         {"scan blocks, prefetch 4 KiB ahead", scan_blocks<4096>, 2},
         {"scan blocks, prefetch 8 KiB ahead", scan_blocks<8192>, 2},
+        {"rows, round 4 vector segments, ahead 4 KiB", rows_segments<4096>, 2},
+        {"rows, round 5 one chain, no prefetch", rows_chain<0>, 2},
+        {"rows, round 5 one chain, ahead 2 KiB", rows_chain<2048>, 2},
+        {"rows, round 5 one chain, ahead 4 KiB", rows_chain<4096>, 2},
+        {"rows, round 5 one chain, ahead 8 KiB", rows_chain<8192>, 2},
     };
     std::printf("%zu MiB source, %d threads\n", mib, threads);
     for (const Case& c : cases) {
         double s = best_seconds(c.kernel, dst, src, n, threads);
-        std::printf("%-40s %7.2f GB/s\n", c.name, c.passes * n * 4.0 / s / 1e9);
+        std::printf("%-46s %7.2f GB/s\n", c.name, c.passes * n * 4.0 / s / 1e9);
     }
     std::free(src);
     std::free(dst);

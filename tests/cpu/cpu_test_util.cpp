@@ -1,5 +1,7 @@
 #include "cpu_test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -50,6 +52,18 @@ std::vector<Tensor> run_cpu(const ProgramRef& p, const Inputs& in, int threads, 
     o.num_threads = threads;
     o.ordered = ordered;
     return CpuBackend().compile(p)->run(in.views, o);
+}
+
+void expect_bitwise(const ProgramRef& p, const Inputs& in, const std::string& what,
+                    std::initializer_list<int> thread_counts) {
+    auto expected = run_reference(p, in);
+    for (int threads : thread_counts) {
+        auto actual = run_cpu(p, in, threads);
+        ASSERT_EQ(expected.size(), actual.size());
+        for (std::size_t r = 0; r < expected.size(); ++r)
+            EXPECT_EQ(compare(expected[r], actual[r], true, 0), "")
+                << what << " threads=" << threads << " result " << r;
+    }
 }
 
 double tolerance(DType t) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ std::vector<Tensor> run_cpu(const ProgramRef& p, const Inputs& in, int threads,
 // within `rtol` of the reference relative to max(1, the mean magnitude of the reference).
 // Returns "" when equal, else a description of the first mismatch.
 std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, double rtol);
+
+// Runs `p` on the CPU backend with each thread count and expects every result to equal the
+// reference executor's bitwise; `what` names the case in failure messages.
+void expect_bitwise(const ProgramRef& p, const Inputs& in, const std::string& what,
+                    std::initializer_list<int> thread_counts = {1, 2, 3, 4});
 
 // Default relative tolerance for reassociated float results of dtype t.
 double tolerance(DType t);

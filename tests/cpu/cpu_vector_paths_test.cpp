@@ -12,18 +12,6 @@ namespace {
 
 using namespace scanc::dsl;
 
-void expect_bitwise(const ProgramRef& p, const Inputs& in, const std::string& what,
-                    std::initializer_list<int> thread_counts = {1, 2, 3, 4}) {
-    auto expected = run_reference(p, in);
-    for (int threads : thread_counts) {
-        auto actual = run_cpu(p, in, threads);
-        ASSERT_EQ(expected.size(), actual.size());
-        for (std::size_t r = 0; r < expected.size(); ++r)
-            EXPECT_EQ(compare(expected[r], actual[r], true, 0), "")
-                << what << " threads=" << threads << " result " << r;
-    }
-}
-
 // One leaf, combine `op` with the earlier element on the left, or on the right (`x_left`:
 // the new element is the left operand).
 ProgramRef one_op_program(bool mul, bool x_left, int rank, int dim, bool reverse = false) {

@@ -74,6 +74,10 @@ enum class OpKind : unsigned char {
     LoadDirect,   // memory at in_base[a] + lane_off[a][l] (captured values)
     Store,        // compute -> tile row of storage dtype t
     Copy,         // dst = a in dtype t
+    // A Mul whose product only the next instruction, an Add, reads: one dispatch, each op
+    // rounded as on its own (plan_codegen.cpp, fuse_mul_add).
+    MulAdd,       // dst = a * b + c in dtype t
+    AddMul,       // dst = c + a * b in dtype t
 };
 
 struct OpKey {
@@ -81,6 +85,10 @@ struct OpKey {
     Op op = Op::Add;
     DType t = DType::F32;
     DType t2 = DType::F32;
+    // The variant that writes dst with streaming stores (dst is then a large output in memory,
+    // written once): f32/f64 Binary + - * / and MulAdd and AddMul, with AVX2 only;
+    // lookup_op gives null for the others.
+    bool stream = false;
 };
 
 // nullptr when there is no implementation (a typing bug: the caller raises InternalError).

@@ -30,6 +30,11 @@ inline std::vector<Piece> split_range(std::int64_t a, std::int64_t b, int max_la
     return pieces;
 }
 
+// Walking steps per thread and superblock of a split (or per block of a chained split,
+// chain.h): about kPortionBytes of the stage's memory traffic per lane, so a thread's part
+// stays in L2.
+std::int64_t portion_steps(const StageCode& code, const Layout& L, bool split_b);
+
 // The fix-up scheme (run_fixup.cpp), for a split line of a generic (not one-op) stage whose
 // outputs all store leaves unchanged: phase 1 scans each lane without a carry into a local
 // buffer in L2 (Mode::Local), the lanes' totals are chained in order, and each lane's result is

@@ -30,6 +30,10 @@ struct StageCode {
     Code step;      // per step: loads and prologue -> leaf registers `x`
     Code init;      // first step without a carry: next = x
     Code combine;   // next = f(carry, x); the runner then points `carry` at `next` (no copy)
+    // The combine with the last write of every leaf stored unchanged done by its streaming
+    // variant (OpKey::stream), for Worker::fixup's large outputs: no staging row, no copy.
+    // Empty when some stored leaf's last write has no such variant.
+    Code combine_stream;
     Code epilogue;  // per step: outputs from the carry and loads -> stores
     std::vector<int> carry, x, next;  // per leaf
     // Loads that need no conversion are not instructions: the register points at the step's

@@ -55,6 +55,8 @@ public:
         }
         out_.slot_tiled.resize(stage_.inputs.size(), false);
         if (stage_.has_scan) find_serial();
+        fuse_mul_add();
+        if (stage_.has_scan) find_stream_combine();
         return std::move(out_);
     }
 
@@ -74,6 +76,7 @@ private:
         OpFn fn = lookup_op(key);
         SCANC_INTERNAL_CHECK(fn, "cpu backend: no kernel for ", key.op, " on ", key.t);
         code.push_back(Instr{fn, dst, a, b, c});
+        keys_[&code].push_back(key);
         if (&code == &out_.step && key.kind != OpKind::Store) mark_step_written(dst);
     }
 
@@ -292,6 +295,68 @@ private:
         out_.serial_x_left = in.a == x;
     }
 
+    // A Mul whose product only the Add right after it reads becomes one MulAdd (or AddMul)
+    // instruction: one pass over the lanes instead of two, and the product is never stored
+    // (affine's a2 * b1 + b2: 3 dispatches per step -> 2). Registers the runner reaches
+    // (carries, leaves, consts, registers reading inputs in place) are never fused away.
+    void fuse_mul_add() {
+        std::vector<Code*> lists{&out_.captured, &out_.step, &out_.init, &out_.combine,
+                                 &out_.epilogue};
+        auto uses = [&](int r) {
+            int n = 0;
+            for (Code* code : lists)
+                for (const Instr& in : *code)
+                    n += (in.dst == r) + (in.a == r) + (in.b == r) + (in.c == r);
+            return n;  // counts slot numbers of loads and stores too: errs on not fusing
+        };
+        std::unordered_set<int> pinned;
+        for (const auto* regs : {&out_.carry, &out_.x, &out_.next}) pinned.insert(regs->begin(), regs->end());
+        for (auto [r, slot] : out_.in_alias) pinned.insert(r);
+        for (auto& [r, value] : out_.consts) pinned.insert(r);
+        for (Code* code : lists) {
+            std::vector<OpKey>& keys = keys_[code];
+            for (std::size_t i = 0; i + 1 < code->size(); ++i) {
+                const OpKey &m = keys[i], &a = keys[i + 1];
+                Instr mul = (*code)[i], add = (*code)[i + 1];
+                int r = mul.dst;
+                if (m.kind != OpKind::Binary || m.op != Op::Mul || a.kind != OpKind::Binary ||
+                    a.op != Op::Add || a.t != m.t || m.t == DType::Bool || pinned.count(r) ||
+                    (add.a == r) == (add.b == r) || mul.a == r || mul.b == r ||
+                    uses(r) != 2 + (add.dst == r))
+                    continue;
+                bool left = add.a == r;
+                OpKey k{left ? OpKind::MulAdd : OpKind::AddMul, Op::Add, m.t};
+                OpFn fn = lookup_op(k);
+                if (!fn) continue;
+                (*code)[i] = Instr{fn, add.dst, mul.a, mul.b, left ? add.b : add.a};
+                keys[i] = k;
+                code->erase(code->begin() + static_cast<std::ptrdiff_t>(i) + 1);
+                keys.erase(keys.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+            }
+        }
+    }
+
+    // StageCode::combine_stream: each stored leaf's last write in the combine by its streaming
+    // variant, provided nothing in the combine reads that leaf's `next` afterwards (or in it).
+    void find_stream_combine() {
+        Code code = out_.combine;
+        const std::vector<OpKey>& keys = keys_[&out_.combine];
+        for (std::size_t k = 0; k < out_.next.size(); ++k) {
+            if (out_.store_alias[k] < 0) continue;
+            int r = out_.next[k], last = -1;
+            for (std::size_t i = 0; i < code.size(); ++i)
+                if (code[i].dst == r) last = static_cast<int>(i);
+            if (last < 0) return;
+            for (std::size_t i = last; i < code.size(); ++i)
+                if (code[i].a == r || code[i].b == r || code[i].c == r) return;
+            OpKey key = keys[last];
+            key.stream = true;
+            code[last].fn = lookup_op(key);
+            if (!code[last].fn) return;
+        }
+        out_.combine_stream = std::move(code);
+    }
+
     Stage& stage_;
     const std::vector<const Node*>& values_;
     const std::unordered_map<const Node*, int>& value_of_;
@@ -301,6 +366,7 @@ private:
     std::vector<bool> step_written_;  // registers the step code writes
     StageCode out_;
     OpKey last_binary_{OpKind::Unary};  // the last Binary op emitted into the combine
+    std::unordered_map<const Code*, std::vector<OpKey>> keys_;  // per code list, per instruction
 };
 
 }  // namespace

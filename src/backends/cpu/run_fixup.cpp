@@ -14,6 +14,22 @@ int fixup_dir(const StageCode& code, const Layout& L) {
     return dir == 1 || dir == -1 ? static_cast<int>(dir) : 0;
 }
 
+std::int64_t portion_steps(const StageCode& code, const Layout& L, bool split_b) {
+    std::int64_t bytes_per_step = 0;
+    for (auto& s : L.in) bytes_per_step += s.tiled && s.step ? s.esize : 0;
+    for (auto& s : L.out) bytes_per_step += s.esize;
+    bytes_per_step = std::max<std::int64_t>(bytes_per_step, 1);
+    std::int64_t job_lanes = split_b ? 1 : L.width;
+    std::int64_t portion = std::max<std::int64_t>(4 * Worker::tile_steps(L, L.width),
+                                                  kPortionBytes / (bytes_per_step * job_lanes));
+    // Split-B of many lanes: a whole number of split_range's lanes (odd multiples of 16 steps),
+    // so a thread's part of a full superblock is one piece, not one plus a piece of short lanes
+    // (whose per-lane costs, chaining and fix-up runs, were half of all per-lane work).
+    constexpr std::int64_t kLaneGrain = 16 * kSubLanes;
+    if (split_b && !code.serial) portion = ((portion / kLaneGrain - 1) | 1) * kLaneGrain;
+    return portion;
+}
+
 LocalScans::LocalScans(const StageCode& code, const Layout& L, int dir)
     : code_(code), L_(L), dir_(dir), buf_(code.carry.size()), base_(code.carry.size()),
       at_(code.carry.size()), out_at_(L.out.size()) {

@@ -23,6 +23,11 @@
 //     whose outputs all store leaves along a contiguous dim instead fixes up (run_fixup.cpp):
 //     phase 1 keeps each lane's local scan in L2, phase 3 is carry ∘ local over contiguous
 //     positions, with no transposes and no per-step dispatch.
+//   - Chained (chain.h, round 5): split lines of one-op stages read and written contiguously,
+//     and Split-B lines that fix up, run as blocks dealt round-robin to the threads with a
+//     decoupled carry: no barriers, and the threads' read and write phases overlap. The
+//     superblocks above remain for the other split stages (reverse or strided one-op lines,
+//     epilogues, Split-A of generic stages).
 //
 // Memory behaviour (issue 4): lanes contiguous in memory form groups as wide as a thread's share
 // of the lines (rows of up to 8 KiB, which the prefetchers follow); strided lanes form groups of
@@ -39,6 +44,7 @@
 #include <memory>
 
 #include "buffer_cache.h"
+#include "chain.h"
 #include "thread_pool.h"
 #include "fixup.h"
 
@@ -64,18 +70,7 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode) {
 // processed by all threads together, superblock by superblock.
 void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, bool split_b) {
     int leaves = static_cast<int>(code.carry.size());
-    std::int64_t bytes_per_step = 0;
-    for (auto& s : L.in) bytes_per_step += s.tiled && s.step ? s.esize : 0;
-    for (auto& s : L.out) bytes_per_step += s.esize;
-    bytes_per_step = std::max<std::int64_t>(bytes_per_step, 1);
-    std::int64_t job_lanes = split_b ? 1 : L.width;
-    std::int64_t portion = std::max<std::int64_t>(4 * Worker::tile_steps(L, L.width), kPortionBytes / (bytes_per_step * job_lanes));
-    // Split-B of many lanes: a whole number of split_range's lanes (odd multiples of 16 steps),
-    // so a thread's part of a full superblock is one piece, not one plus a piece of short lanes
-    // (whose per-lane costs, chaining and fix-up runs, were half of all per-lane work).
-    constexpr std::int64_t kLaneGrain = 16 * kSubLanes;
-    if (split_b && !code.serial) portion = ((portion / kLaneGrain - 1) | 1) * kLaneGrain;
-    std::int64_t sb_steps = portion * threads;
+    std::int64_t sb_steps = portion_steps(code, L, split_b) * threads;
     std::int64_t jobs = split_b ? L.lines : ceil_div(L.lines, L.width);
 
     // totals[parity][thread], carry[parity]: double-buffered so one barrier per superblock
@@ -296,6 +291,8 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
         run_lines(stage.code, L, threads, stage.has_scan ? Mode::Scan : Mode::Map);
     } else if (!stage.has_scan) {
         run_map_split(stage.code, L, threads);
+    } else if (chain_eligible(code, L)) {
+        run_chain(code, L, threads);
     } else {
         run_split(stage.code, L, threads, Mode::Scan, L.lines < kFewLines);
     }

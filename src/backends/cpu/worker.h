@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plan.h"
+#include "scratch.h"
 #include "scanc/runtime/tensor.h"
 #include "stream_store.h"
 
@@ -383,6 +384,10 @@ public:
                     put(out[o], local[k], static_cast<std::size_t>(count) * leaf_bytes_[k]);
             return;
         }
+        // Streaming outputs: written by the combine's streaming variant when it has one, else
+        // through a staging row and a streaming copy.
+        bool direct = L_.stream && !code_.combine_stream.empty();
+        std::span<const Instr> combine(direct ? code_.combine_stream : code_.combine);
         // Chunks never straddle two runs, so each run's carry is filled once (for its first chunk,
         // as wide as any of its chunks).
         for (std::int64_t i = 0, next = 0; i < count; i = next) {
@@ -402,10 +407,12 @@ public:
                 int o = code_.store_alias[k];
                 f_.ptrs[code_.carry[k]] = scratch(k, 2);
                 f_.ptrs[code_.x[k]] = local[k] + at;
-                f_.ptrs[code_.next[k]] = o < 0 ? scratch(k, 0) : L_.stream ? staging(o, 0) : out[o] + at;
+                f_.ptrs[code_.next[k]] = o < 0                   ? scratch(k, 0)
+                                         : L_.stream && !direct ? staging(o, 0)
+                                                                : out[o] + at;
             }
-            run_code(code_.combine, f_, 0, m);
-            for (int k = 0; L_.stream && k < leaves(); ++k)
+            run_code(combine, f_, 0, m);
+            for (int k = 0; L_.stream && !direct && k < leaves(); ++k)
                 if (int o = code_.store_alias[k]; o >= 0)
                     mem_.stream_copy(out[o] + static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k],
                                      staging(o, 0), static_cast<std::size_t>(m) * leaf_bytes_[k]);
@@ -686,7 +693,7 @@ private:
     int tile_;   // steps per gathered tile
     int reg_bytes_;  // bytes per register: width_ lanes of 8 bytes, 64-byte aligned
     std::byte* staging_ = nullptr;  // two rows per output slot, for streaming stores
-    std::vector<std::byte> rows_;   // scatter_stream's 8 rows
+    Scratch rows_;                  // scatter_stream's 8 rows
     std::unique_ptr<std::byte[], AlignedDelete> regs_;
     std::byte* scratch_ = nullptr;  // 5 registers per leaf after the code's registers
     int flip_ = 0;                  // which carry scratch the next step writes
@@ -699,14 +706,14 @@ private:
     const std::byte* ahead_ = nullptr;  // set_ahead
     std::vector<PtrWalk> walks_, next_walks_;
     std::vector<Staged> staged_, ahead_rows_;  // ahead_rows_: in-place input rows to prefetch
-    std::vector<std::vector<std::byte>> local_tile_;  // Mode::Local: per leaf, a tile of carries
+    std::vector<Scratch> local_tile_;  // Mode::Local: per leaf, a tile of carries
     std::vector<std::byte*> local_base_;
     std::vector<std::int64_t> local_off_;
     int local_dir_ = 1;
     std::vector<std::vector<std::int64_t>> in_off_, out_off_;
     std::vector<bool> in_contig_, out_contig_;
     std::vector<std::int64_t> in_stride_, out_stride_;  // lane stride, or kIrregular
-    std::vector<std::vector<std::byte>> in_tile_, out_tile_;
+    std::vector<Scratch> in_tile_, out_tile_;
     std::vector<int> leaf_bytes_;
     std::vector<std::pair<std::byte**, std::byte**>> carry_next_;  // per leaf: &carry, &next
 };

@@ -1,0 +1,207 @@
+// One pass with a decoupled carry for split lines (see chain.h).
+#include "chain.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "fixup.h"
+#include "thread_pool.h"
+
+namespace scanc::cpu {
+
+namespace {
+
+struct Block {
+    std::int64_t line, start, steps;
+};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+// The blocks of a run in chain order and their published inclusive prefixes.
+class Chain {
+public:
+    // Lines in order, each cut into blocks of `len` steps; the first `threads` blocks of the
+    // run are len * (k + 1) / threads long (k = 0..threads-1), which puts the threads out of
+    // phase from the start (see chain.h).
+    Chain(const Layout& L, std::int64_t len, int threads, int leaves) : leaves_(leaves) {
+        for (std::int64_t line = 0; line < L.lines; ++line)
+            for (std::int64_t s = 0; s < L.steps;) {
+                std::int64_t k = static_cast<std::int64_t>(blocks.size());
+                std::int64_t n =
+                    k < threads ? std::max<std::int64_t>(1, len * (k + 1) / threads) : len;
+                n = std::min(n, L.steps - s);
+                blocks.push_back({line, s, n});
+                s += n;
+            }
+        ready_.reset(new Ready[blocks.size()]);
+        values_.assign(blocks.size() * leaves, 0);
+    }
+
+    // Waits for block b's prefix: spins with pause, then yields. Null when the run failed.
+    const std::uint64_t* wait(std::size_t b) const {
+        for (int spins = 0; !ready_[b].flag.load(std::memory_order_acquire); ++spins) {
+            if (failed_.load(std::memory_order_relaxed)) return nullptr;
+            if (spins < 256) cpu_relax();
+            else std::this_thread::yield();
+        }
+        return &values_[b * leaves_];
+    }
+    void publish(std::size_t b, const std::uint64_t* value) {
+        std::copy(value, value + leaves_, values_.begin() + b * leaves_);
+        ready_[b].flag.store(1, std::memory_order_release);
+    }
+    // Runs fn(p, b) for thread p's blocks b = p, p + threads, ...; a failure stops the waits.
+    template <typename Fn>
+    void run(int threads, Fn fn) {
+        ThreadPool::instance().run(threads, [&](int p) {
+            try {
+                for (std::size_t b = p; b < blocks.size(); b += threads)
+                    if (!fn(p, b)) return;
+            } catch (...) {
+                failed_.store(true, std::memory_order_relaxed);
+                throw;
+            }
+        });
+    }
+
+    std::vector<Block> blocks;
+
+private:
+    // One cache line per flag: the thread waiting on block b - 1 never shares a line with the
+    // thread publishing block b.
+    struct alignas(64) Ready {
+        std::atomic<int> flag{0};
+    };
+    int leaves_;
+    std::unique_ptr<Ready[]> ready_;
+    std::vector<std::uint64_t> values_;
+    std::atomic<bool> failed_{false};
+};
+
+bool one_op_eligible(const StageCode& code, const Layout& L) {
+    return code.serial_block && L.reassociate && L.in[code.serial_x_slot].step == 1 &&
+           L.out[code.store_alias[0]].step == 1;
+}
+
+// A one-op stage: each block reduced, then scanned from L2 with the previous prefix.
+void run_one_op(const StageCode& code, const Layout& L, int threads) {
+    const Slot& x = L.in[code.serial_x_slot];
+    Chain chain(L, std::max<std::int64_t>(kChainBlockBytes / x.esize, 1), threads, 1);
+    std::vector<std::unique_ptr<Worker>> workers(threads);
+    chain.run(threads, [&](int p, std::size_t b) {
+        if (!workers[p]) workers[p] = std::make_unique<Worker>(code, L, 1);
+        Worker& w = *workers[p];
+        const Block& blk = chain.blocks[b];
+        w.set_lanes(1, [&](int) { return blk.line; }, [&](int) { return blk.start; });
+        w.set_ahead(nullptr);
+        // The block's total: reading it brings the block into L2 for the scan below.
+        w.run(blk.steps, Mode::Reduce);
+        std::uint64_t total = 0;
+        w.read_carry(0, &total);
+        LaneValues carry{1, {}, {}};
+        carry.resize(1);
+        carry.has[0] = blk.start > 0;
+        if (carry.has[0]) {
+            const std::uint64_t* prev = chain.wait(b - 1);
+            if (!prev) return false;
+            *carry.at(0) = *prev;
+            std::uint64_t running = *prev;
+            w.fold(0, &running, &total);
+            total = running;
+        }
+        chain.publish(b, &total);
+        w.run(blk.steps, Mode::Scan, &carry);
+        if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
+        return true;
+    });
+}
+
+// A generic stage fixed up (fixup.h): each block's lanes scanned locally into L2, their totals
+// chained in order from the previous block's prefix, then carry ∘ local written out.
+void run_fixed(const StageCode& code, const Layout& L, int threads, int dir) {
+    int leaves = static_cast<int>(code.carry.size());
+    Chain chain(L, portion_steps(code, L, true), threads, leaves);
+    struct State {
+        State(const StageCode& code, const Layout& L, int dir)
+            : w(code, L, L.width), fw(code, L, kFixLanes), local(code, L, dir) {}
+        Worker w, fw;
+        LocalScans local;
+        LaneValues totals, carry;
+        std::vector<std::uint64_t> run;
+        std::vector<const std::uint64_t*> ptrs;
+    };
+    std::vector<std::unique_ptr<State>> states(threads);
+    chain.run(threads, [&](int p, std::size_t b) {
+        if (!states[p]) states[p] = std::make_unique<State>(code, L, dir);
+        State& st = *states[p];
+        Worker& w = st.w;
+        const Block& blk = chain.blocks[b];
+        std::vector<Piece> pieces = split_range(blk.start, blk.start + blk.steps);
+        st.fw.set_line(blk.line);
+        st.local.cover(blk.start, blk.start + blk.steps);
+        st.totals.leaves = st.carry.leaves = leaves;
+        int items = 0;
+        for (auto& pc : pieces) items += pc.lanes;
+        st.totals.resize(items);
+        w.set_ahead(nullptr);
+        for (int i = 0; auto& pc : pieces) {
+            w.set_lanes(pc.lanes, [&](int) { return blk.line; },
+                        [&](int l) { return pc.start + l * pc.steps; });
+            w.set_local(st.local.bases(), st.local.origin(), dir);
+            w.run(pc.steps, Mode::Local);
+            for (int l = 0; l < pc.lanes; ++l, ++i) w.read_carry(l, st.totals.at(i));
+        }
+        // The chain: lane i's carry is prefix(b - 1) ∘ total(0) ∘ ... ∘ total(i - 1), folded
+        // in this order (the line's captured values are the same at every lane).
+        st.run.resize(leaves);
+        bool has = blk.start > 0;
+        if (has) {
+            const std::uint64_t* prev = chain.wait(b - 1);
+            if (!prev) return false;
+            std::copy(prev, prev + leaves, st.run.begin());
+        }
+        st.carry.resize(items);
+        for (int i = 0; i < items; ++i) {
+            std::copy(st.run.begin(), st.run.end(), st.carry.at(i));
+            st.carry.has[i] = has;
+            if (has) w.fold(0, st.run.data(), st.totals.at(i));
+            else std::copy(st.totals.at(i), st.totals.at(i) + leaves, st.run.begin());
+            has = true;
+        }
+        chain.publish(b, st.run.data());
+        // Phase 3, prefetching this thread's next block so these writes overlap its reads.
+        if (b + threads < chain.blocks.size()) {
+            const Block& nb = chain.blocks[b + threads];
+            st.local.prefetch_next(nb.line, nb.start, nb.start + nb.steps);
+        } else {
+            st.local.prefetch_next(blk.line, 0, 0);
+        }
+        for (int i = 0; auto& pc : pieces) {
+            fix_piece(st.local, st.fw, blk.line, pc, st.carry, i, st.ptrs);
+            i += pc.lanes;
+        }
+        if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
+        return true;
+    });
+}
+
+}  // namespace
+
+bool chain_eligible(const StageCode& code, const Layout& L) {
+    return one_op_eligible(code, L) || (L.lines < kFewLines && fixup_dir(code, L) != 0);
+}
+
+void run_chain(const StageCode& code, const Layout& L, int threads) {
+    if (one_op_eligible(code, L)) run_one_op(code, L, threads);
+    else run_fixed(code, L, threads, fixup_dir(code, L));
+}
+
+}  // namespace scanc::cpu
