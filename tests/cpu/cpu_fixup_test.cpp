@@ -57,25 +57,11 @@ TEST(CpuFixup, FewLongRowsAlongTheLastDimMatchTheReference) {
 // of the second leaf; associative on every line) and a program returning only the second leaf
 // (the first one's local scan is still needed by the fix-up).
 TEST(CpuFixup, CapturedValuesAndAnUnreturnedLeafMatchTheReference) {
-    auto f = trace_combine("affine_or_sum", 2, 1, [](auto& l, auto& r, auto& c) {
-        return Exprs{l[0] * r[0], where(c[0] > 0, r[0] * l[1] + r[1], l[1] + r[1])};
-    });
     std::mt19937_64 rng(43);
     for (std::int64_t n : {4099, 196613})
-        for (bool reverse : {false, true}) {
-            ProgramBuilder pb("p");
-            Shape shape{pb.symbol("L"), pb.symbol("N")};
-            Expr a = pb.param("a", DType::I32, shape), b = pb.param("b", DType::I32, shape);
-            Expr c = pb.param("c", DType::I32, {shape[0], Size(1)});
-            ProgramRef p = pb.build({pb.scan(f, {a, b}, 1, reverse, {c})[1]});
-            Inputs in;
-            for (int i = 0; i < 2; ++i) in.add(DType::I32, {2, n}, Values::SmallInts, Layout::Contiguous, rng);
-            in.add(DType::I32, {2, 1}, Values::SmallInts, Layout::Contiguous, rng);
-            auto* cap = static_cast<std::int32_t*>(in.views.back().data);
-            cap[0] = 1;  // one line of each kind
-            cap[1] = -1;
-            expect_reference(p, in, true, cat("n=", n, " reverse=", reverse));
-        }
+        for (bool reverse : {false, true})
+            expect_reference(captured_affine_or_sum(reverse), captured_affine_or_sum_inputs(n, rng),
+                             true, cat("n=", n, " reverse=", reverse));
 }
 
 // An epilogue output is not a stored leaf: the plain rescan runs instead; results are the same.

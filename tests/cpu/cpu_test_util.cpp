@@ -139,4 +139,26 @@ ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int di
     return pb.build(outs);
 }
 
+ProgramRef captured_affine_or_sum(bool reverse) {
+    using namespace dsl;
+    auto f = trace_combine("affine_or_sum", 2, 1, [](auto& l, auto& r, auto& c) {
+        return Exprs{l[0] * r[0], where(c[0] > 0, r[0] * l[1] + r[1], l[1] + r[1])};
+    });
+    ProgramBuilder pb("p");
+    Shape shape{pb.symbol("L"), pb.symbol("N")};
+    Expr a = pb.param("a", DType::I32, shape), b = pb.param("b", DType::I32, shape);
+    Expr c = pb.param("c", DType::I32, {shape[0], Size(1)});
+    return pb.build({pb.scan(f, {a, b}, 1, reverse, {c})[1]});
+}
+
+Inputs captured_affine_or_sum_inputs(std::int64_t n, std::mt19937_64& rng) {
+    Inputs in;
+    for (int i = 0; i < 2; ++i) in.add(DType::I32, {2, n}, Values::SmallInts, Layout::Contiguous, rng);
+    in.add(DType::I32, {2, 1}, Values::SmallInts, Layout::Contiguous, rng);
+    auto* cap = static_cast<std::int32_t*>(in.views.back().data);
+    cap[0] = 1;  // one line of each kind
+    cap[1] = -1;
+    return in;
+}
+
 }  // namespace scanc::cpu_test

@@ -53,4 +53,10 @@ CombineRef affine_combine();
 ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim,
                         bool reverse = false, bool epilogue = false);
 
+// i32 [L, N] scanned along dim 1 by a combine reading a captured value c[L, 1] per line:
+// affine where it is positive, else a sum of the second leaf (associative on every line). Only
+// the second leaf is returned. Inputs: two lines of `n`, c = 1 on the first and -1 on the second.
+ProgramRef captured_affine_or_sum(bool reverse);
+Inputs captured_affine_or_sum_inputs(std::int64_t n, std::mt19937_64& rng);
+
 }  // namespace scanc::cpu_test

@@ -8,6 +8,11 @@
 // count only, never by timing. Floats may be reassociated when one scan line is split across
 // lanes or threads; RunOptions::ordered forbids that (each line combined strictly in order, so
 // floats match the reference bitwise) at the cost of parallelism within a line.
+//
+// An executable keeps what its last run set up (bindings, layouts, each thread's registers,
+// tiles and buffers) and reuses it when the next run's inputs have the same dtypes, sizes and
+// strides, thread count and `ordered`: a small scan run repeatedly pays no setup per call.
+// Runs of one executable from several threads at once stay safe (one of them sets up afresh).
 #pragma once
 
 #include "scanc/runtime/backend.h"

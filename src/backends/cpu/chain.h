@@ -1,7 +1,8 @@
 // One pass with a decoupled carry (run_chain.cpp) for split lines, instead of superblocks whose
 // read-only and write-only phases alternate in lockstep behind a barrier.
 //
-// Each line is cut into blocks, dealt round-robin to the threads in line order. A thread first
+// Each line is cut into blocks, dealt round-robin to the threads in line order (a generic line
+// that fits in one block is cut into about one block per thread, so mid-size lines use them all). A thread first
 // does the part of its block that needs no carry, which reads the block from memory into L2:
 //   - a one-op stage (StageCode::serial_block, read and written contiguously): reduce the
 //     block to its total; blocks of kChainBlockBytes of input;
@@ -21,7 +22,7 @@
 // stop waiting and return (the pool rethrows the failure).
 #pragma once
 
-#include "worker.h"
+#include "stage_cache.h"
 
 namespace scanc::cpu {
 
@@ -33,7 +34,7 @@ inline constexpr std::int64_t kChainBlockBytes = 256 << 10;
 // fewer than kFewLines lines of a stage that can be fixed up; unordered runs only.
 bool chain_eligible(const StageCode& code, const Layout& L);
 
-// Every line of `L`, by `threads` threads, as above.
-void run_chain(const StageCode& code, const Layout& L, int threads);
+// Every line of `L`, by `threads` threads, as above; ts[p]: thread p's kept state.
+void run_chain(const StageCode& code, const Layout& L, int threads, std::vector<ThreadState>& ts);
 
 }  // namespace scanc::cpu

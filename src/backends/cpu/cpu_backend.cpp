@@ -1,11 +1,12 @@
 // CpuBackend: compile = plan + bytecode once per program; run = bind sizes, run the stages.
 #include "scanc/backends/cpu.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_set>
 
 #include "plan.h"
 #include "run_stage.h"
@@ -36,32 +37,80 @@ public:
             if (inputs[i].device.kind != DeviceKind::CPU)
                 throw CompileError(program_->loc, cat("the cpu backend needs CPU tensors; input ",
                                                       i, " is on a GPU"));
-        Bindings bindings = bind_inputs(*program_, inputs);
+        // This run's cache: the last run's, unless another run holds it now.
+        std::unique_ptr<RunCache> cache;
+        {
+            std::lock_guard lock(cache_mutex_);
+            cache = std::move(cache_);
+        }
+        if (!cache) {
+            cache = std::make_unique<RunCache>();
+            cache->stages.resize(plan_.stages.size());
+        }
+        // Bindings depend on the inputs' dtypes and sizes only.
+        if (!cache->bound || !cache->same_inputs(inputs)) {
+            cache->bound = false;
+            cache->bindings = bind_inputs(*program_, inputs);
+            cache->keep_inputs(inputs);
+        }
+        const Bindings& bindings = cache->bindings;
         std::vector<Tensor> values(plan_.values.size());
         for (int i = 0; i < plan_.num_params; ++i) values[i] = Tensor::wrap(inputs[i], nullptr);
         cpu::RunConfig config;
         config.threads = options.num_threads > 0 ? options.num_threads : cpu_num_threads();
         config.ordered = options.ordered;
-        for (const cpu::Stage& s : plan_.stages) {
-            if (s.kind == cpu::Stage::Kind::Fused) cpu::run_fused(s, plan_, values, bindings, config);
+        for (std::size_t i = 0; i < plan_.stages.size(); ++i) {
+            const cpu::Stage& s = plan_.stages[i];
+            if (s.kind == cpu::Stage::Kind::Fused)
+                cpu::run_fused(s, plan_, values, bindings, config, cache->stages[i]);
             else cpu::run_structural(s, values, bindings);
+        }
+        {
+            std::lock_guard lock(cache_mutex_);
+            cache_ = std::move(cache);
         }
         // Results own fresh contiguous memory: never the caller's inputs, a view, or one
         // tensor returned twice.
         std::vector<Tensor> out;
-        std::unordered_set<int> returned;
-        for (int v : plan_.results) {
+        for (std::size_t r = 0; r < plan_.results.size(); ++r) {
+            int v = plan_.results[r];
             const Tensor& t = values[v];
+            bool again = std::find(plan_.results.begin(), plan_.results.begin() + r, v) !=
+                         plan_.results.begin() + r;
             bool fresh = v >= plan_.num_params && t.view().is_contiguous() &&
-                         plan_.values[v]->op != Op::Slice && returned.insert(v).second;
+                         plan_.values[v]->op != Op::Slice && !again;
             out.push_back(fresh ? t : contiguous_copy(t.view()));
         }
         return out;
     }
 
 private:
+    // What runs keep for the next (setup hoisted out of the per-call path): the bindings of
+    // the last inputs' dtypes and sizes, and each stage's layout and workers (stage_cache.h).
+    struct RunCache {
+        bool bound = false;
+        Bindings bindings;
+        std::vector<std::pair<DType, std::vector<std::int64_t>>> inputs;
+        std::vector<cpu::StageCache> stages;  // per plan stage (Fused ones used)
+
+        bool same_inputs(std::span<const TensorView> in) const {
+            if (in.size() != inputs.size()) return false;
+            for (std::size_t i = 0; i < in.size(); ++i)
+                if (in[i].dtype != inputs[i].first || in[i].sizes != inputs[i].second)
+                    return false;
+            return true;
+        }
+        void keep_inputs(std::span<const TensorView> in) {
+            inputs.clear();
+            for (const TensorView& v : in) inputs.emplace_back(v.dtype, v.sizes);
+            bound = true;
+        }
+    };
+
     ProgramRef program_;
     cpu::Plan plan_;
+    std::mutex cache_mutex_;
+    std::unique_ptr<RunCache> cache_;  // null while a run holds it
 };
 
 }  // namespace

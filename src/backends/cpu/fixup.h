@@ -30,6 +30,24 @@ inline std::vector<Piece> split_range(std::int64_t a, std::int64_t b, int max_la
     return pieces;
 }
 
+// Split-B pieces of walking steps [a, b) of a line. A `short_line` (one that fits in one block
+// or superblock of its split) gets about sqrt(n / 4) lanes (a multiple of 8 above 8) for n
+// steps: each lane costs ~700 instructions (its total's fold, its fix-up call, its offsets) and
+// each step ~200 (one dispatch per op), and split_range's lanes of 16-48 steps spent twice the
+// instructions at 1024-4096 steps. Longer lines keep split_range's pieces (and results).
+inline std::vector<Piece> split_line(std::int64_t a, std::int64_t b, bool short_line,
+                                     int max_lanes = kSubLanes) {
+    if (!short_line) return split_range(a, b, max_lanes);
+    int lanes = 1;
+    while (lanes < max_lanes && 4 * (lanes + 1) * (lanes + 1) <= b - a) ++lanes;
+    if (lanes > 8) lanes &= ~7;  // whole vectors in the ops and 8x8 transposes
+    std::int64_t c = (b - a) / lanes, rest = (b - a) - lanes * c;
+    // The remainder (fewer steps than lanes) is one more lane, run as a piece of its own.
+    std::vector<Piece> pieces{{lanes, a, c}};
+    if (rest > 0) pieces.push_back({1, a + lanes * c, rest});
+    return pieces;
+}
+
 // Walking steps per thread and superblock of a split (or per block of a chained split,
 // chain.h): about kPortionBytes of the stage's memory traffic per lane, so a thread's part
 // stays in L2.
@@ -69,12 +87,18 @@ private:
     const Layout& L_;
     int dir_;
     std::int64_t origin_ = 0;
-    std::vector<std::vector<std::byte>> buf_;
+    std::vector<Scratch> buf_;  // written before read (phase 1), so never zeroed
     std::vector<std::byte*> base_, at_, out_at_;
     std::vector<const std::uint64_t*> runs_;  // carries in memory order
     Worker::Ahead ahead_, ahead_at_;  // prefetch_next: at the part's lowest address; per call
     std::vector<int> bytes_;
 };
+
+// Lanes of a fix-up Worker whose fix-ups cover at most `positions` positions: kFixLanes, or
+// fewer for short lines (a worker's registers are set up for all of its lanes).
+inline int fix_width(std::int64_t positions) {
+    return static_cast<int>(std::clamp<std::int64_t>((positions + 63) / 64 * 64, 64, kFixLanes));
+}
 
 // Phase 3 of a piece whose lanes' carries are `carry` entries i.. (`has` unset only for a
 // line's first lane).

@@ -92,12 +92,12 @@ bool one_op_eligible(const StageCode& code, const Layout& L) {
 }
 
 // A one-op stage: each block reduced, then scanned from L2 with the previous prefix.
-void run_one_op(const StageCode& code, const Layout& L, int threads) {
+void run_one_op(const StageCode& code, const Layout& L, int threads, std::vector<ThreadState>& ts) {
     const Slot& x = L.in[code.serial_x_slot];
     Chain chain(L, std::max<std::int64_t>(kChainBlockBytes / x.esize, 1), threads, 1);
-    std::vector<std::unique_ptr<Worker>> workers(threads);
+    std::vector<Worker*> workers(threads);
     chain.run(threads, [&](int p, std::size_t b) {
-        if (!workers[p]) workers[p] = std::make_unique<Worker>(code, L, 1);
+        if (!workers[p]) workers[p] = &ts[p].worker(ts[p].w, code, L, 1);
         Worker& w = *workers[p];
         const Block& blk = chain.blocks[b];
         w.set_lanes(1, [&](int) { return blk.line; }, [&](int) { return blk.start; });
@@ -126,27 +126,30 @@ void run_one_op(const StageCode& code, const Layout& L, int threads) {
 
 // A generic stage fixed up (fixup.h): each block's lanes scanned locally into L2, their totals
 // chained in order from the previous block's prefix, then carry ∘ local written out.
-void run_fixed(const StageCode& code, const Layout& L, int threads, int dir) {
+void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
+               std::vector<ThreadState>& ts) {
     int leaves = static_cast<int>(code.carry.size());
-    Chain chain(L, portion_steps(code, L, true), threads, leaves);
-    struct State {
-        State(const StageCode& code, const Layout& L, int dir)
-            : w(code, L, L.width), fw(code, L, kFixLanes), local(code, L, dir) {}
-        Worker w, fw;
-        LocalScans local;
-        LaneValues totals, carry;
-        std::vector<std::uint64_t> run;
-        std::vector<const std::uint64_t*> ptrs;
-    };
-    std::vector<std::unique_ptr<State>> states(threads);
+    // A line that fits in one block is shared among the threads (mid-size lines would
+    // otherwise run on one); longer lines keep their blocks (and results).
+    std::int64_t portion = portion_steps(code, L, true);
+    bool short_line = L.steps <= portion;
+    std::int64_t len = short_line ? ceil_div(L.steps, threads) : portion;
+    Chain chain(L, len, threads, leaves);
+    int fix_lanes = fix_width(std::min(len, L.steps));
+    std::vector<char> ready(threads, 0);  // thread p's workers rebased for this run
     chain.run(threads, [&](int p, std::size_t b) {
-        if (!states[p]) states[p] = std::make_unique<State>(code, L, dir);
-        State& st = *states[p];
-        Worker& w = st.w;
+        ThreadState& st = ts[p];
+        if (!ready[p]) {
+            st.worker(st.w, code, L, L.width);
+            st.worker(st.fw, code, L, fix_lanes);
+            st.scans(code, L, dir);
+            ready[p] = 1;
+        }
+        Worker& w = *st.w;
         const Block& blk = chain.blocks[b];
-        std::vector<Piece> pieces = split_range(blk.start, blk.start + blk.steps);
-        st.fw.set_line(blk.line);
-        st.local.cover(blk.start, blk.start + blk.steps);
+        std::vector<Piece> pieces = split_line(blk.start, blk.start + blk.steps, short_line);
+        st.fw->set_line(blk.line);
+        st.local->cover(blk.start, blk.start + blk.steps);
         st.totals.leaves = st.carry.leaves = leaves;
         int items = 0;
         for (auto& pc : pieces) items += pc.lanes;
@@ -155,7 +158,7 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir) {
         for (int i = 0; auto& pc : pieces) {
             w.set_lanes(pc.lanes, [&](int) { return blk.line; },
                         [&](int l) { return pc.start + l * pc.steps; });
-            w.set_local(st.local.bases(), st.local.origin(), dir);
+            w.set_local(st.local->bases(), st.local->origin(), dir);
             w.run(pc.steps, Mode::Local);
             for (int l = 0; l < pc.lanes; ++l, ++i) w.read_carry(l, st.totals.at(i));
         }
@@ -180,12 +183,12 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir) {
         // Phase 3, prefetching this thread's next block so these writes overlap its reads.
         if (b + threads < chain.blocks.size()) {
             const Block& nb = chain.blocks[b + threads];
-            st.local.prefetch_next(nb.line, nb.start, nb.start + nb.steps);
+            st.local->prefetch_next(nb.line, nb.start, nb.start + nb.steps);
         } else {
-            st.local.prefetch_next(blk.line, 0, 0);
+            st.local->prefetch_next(blk.line, 0, 0);
         }
         for (int i = 0; auto& pc : pieces) {
-            fix_piece(st.local, st.fw, blk.line, pc, st.carry, i, st.ptrs);
+            fix_piece(*st.local, *st.fw, blk.line, pc, st.carry, i, st.ptrs);
             i += pc.lanes;
         }
         if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
@@ -199,9 +202,9 @@ bool chain_eligible(const StageCode& code, const Layout& L) {
     return one_op_eligible(code, L) || (L.lines < kFewLines && fixup_dir(code, L) != 0);
 }
 
-void run_chain(const StageCode& code, const Layout& L, int threads) {
-    if (one_op_eligible(code, L)) run_one_op(code, L, threads);
-    else run_fixed(code, L, threads, fixup_dir(code, L));
+void run_chain(const StageCode& code, const Layout& L, int threads, std::vector<ThreadState>& ts) {
+    if (one_op_eligible(code, L)) run_one_op(code, L, threads, ts);
+    else run_fixed(code, L, threads, fixup_dir(code, L), ts);
 }
 
 }  // namespace scanc::cpu

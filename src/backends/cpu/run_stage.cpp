@@ -23,6 +23,13 @@
 //     whose outputs all store leaves along a contiguous dim instead fixes up (run_fixup.cpp):
 //     phase 1 keeps each lane's local scan in L2, phase 3 is carry ∘ local over contiguous
 //     positions, with no transposes and no per-step dispatch.
+//   - Threads: one per kMinWorkPerThread elements of a one-op stage, kMinGenericWorkPerThread of
+//     a generic one (below that, the caller's thread alone: waking a thread costs more).
+//   - Short lines (issue 4, small scans): fewer than kFewLines lines of a generic stage are
+//     split from kMinShortSplitSteps (64) steps on, into about sqrt(n / 4) lanes when a line
+//     fits in one block (fixup.h, split_line): scanned whole, each would be a lane of its own,
+//     one dispatch per op and step for a single element (~350 instructions per element).
+//     Few one-op rows along a contiguous dim are a row per lane (serial_block) from 64 steps on.
 //   - Chained (chain.h, round 5): split lines of one-op stages read and written contiguously,
 //     and Split-B lines that fix up, run as blocks dealt round-robin to the threads with a
 //     decoupled carry: no barriers, and the threads' read and write phases overlap. The
@@ -35,6 +42,9 @@
 // Large outputs go out with streaming stores (stream_store.h). A one-op stage (StageCode::
 // serial_block) along contiguous lines scans each line, or each thread's part of one, as one
 // lane in reassociated blocks, unless `ordered`.
+//
+// What a run sets up (the layout, each thread's Workers and buffers) stays in the stage's
+// StageCache for the next run of the same geometry (stage_cache.h).
 #include "run_stage.h"
 
 #include <algorithm>
@@ -47,16 +57,18 @@
 #include "chain.h"
 #include "thread_pool.h"
 #include "fixup.h"
+#include "stage_cache.h"
 
 namespace scanc::cpu {
 
 namespace {
 
 // Lines mode: each thread takes an equal share of the groups of L.width lines.
-void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode) {
+void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode,
+               std::vector<ThreadState>& ts) {
     std::int64_t groups = ceil_div(L.lines, L.width);
     ThreadPool::instance().run(threads, [&](int p) {
-        Worker w(code, L, L.width);
+        Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
         for (std::int64_t g = groups * p / threads; g < groups * (p + 1) / threads; ++g) {
             int n = static_cast<int>(std::min<std::int64_t>(L.width, L.lines - g * L.width));
             w.set_lanes(n, [&](int l) { return g * L.width + l; }, [](int) { return 0; });
@@ -68,7 +80,8 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode) {
 
 // Split modes. `lines_per_job` lines at a time (Split-A: a group; Split-B: one line) are
 // processed by all threads together, superblock by superblock.
-void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, bool split_b) {
+void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, bool split_b,
+               std::vector<ThreadState>& ts) {
     int leaves = static_cast<int>(code.carry.size());
     std::int64_t sb_steps = portion_steps(code, L, split_b) * threads;
     std::int64_t jobs = split_b ? L.lines : ceil_div(L.lines, L.width);
@@ -101,9 +114,10 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
         return x.base + (L.line_offset(x, line) + a * x.step) * x.esize;
     };
     ThreadPool::instance().run(threads, [&](int p) {
-        Worker w(code, L, L.width);
-        std::unique_ptr<Worker> fw(fix ? new Worker(code, L, kFixLanes) : nullptr);
-        LocalScans local(code, L, dir);
+        Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
+        Worker* fw = fix ? &ts[p].worker(ts[p].fw, code, L, fix_width(std::min(L.steps, sb_steps)))
+                         : nullptr;
+        LocalScans& local = ts[p].scans(code, L, dir);
         std::vector<const std::uint64_t*> carry_ptrs;
         LaneValues carry_in{leaves, {}, {}};
         std::vector<std::uint64_t> run(leaves);
@@ -142,7 +156,7 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                 std::vector<Piece> pieces;
                 // A serial stage scans its part as one lane (SerialFn), others as many lanes.
                 if (b > a)
-                    pieces = split_b ? split_range(a, b, code.serial ? 1 : kSubLanes)
+                    pieces = split_b ? split_line(a, b, L.steps <= sb_steps, code.serial ? 1 : kSubLanes)
                                      : std::vector<Piece>{{lanes, a, b - a}};
                 w.set_ahead(nullptr);
                 // Phase 1: reduce every lane of this thread's part (fix-up: scan it locally).
@@ -220,9 +234,10 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
 }
 
 // A stage without a scan over few long lines: each thread maps its share of every line.
-void run_map_split(const StageCode& code, const Layout& L, int threads) {
+void run_map_split(const StageCode& code, const Layout& L, int threads,
+                   std::vector<ThreadState>& ts) {
     ThreadPool::instance().run(threads, [&](int p) {
-        Worker w(code, L, L.width);
+        Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
         for (std::int64_t line = 0; line < L.lines; ++line) {
             for (auto& pc : split_range(L.steps * p / threads, L.steps * (p + 1) / threads)) {
                 w.set_lanes(pc.lanes, [&](int) { return line; },
@@ -236,14 +251,15 @@ void run_map_split(const StageCode& code, const Layout& L, int threads) {
 }  // namespace
 
 void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values,
-               const Bindings& bindings, const RunConfig& config) {
+               const Bindings& bindings, const RunConfig& config, StageCache& cache) {
     std::vector<std::int64_t> sizes = evaluate_shape(stage.shape, bindings);
     for (int v : stage.outputs) values[v] = alloc_output(plan.values[v]->type().dtype, sizes);
     std::int64_t numel = 1;
     for (auto s : sizes) numel *= s;
     if (numel == 0) return;
 
-    Layout L;
+    Layout fresh;
+    Layout& L = fresh;
     L.sizes = sizes.empty() ? std::vector<std::int64_t>{1} : sizes;
     L.d = stage.has_scan ? stage.dim : static_cast<int>(L.sizes.size()) - 1;
     L.steps = L.sizes[L.d];
@@ -259,8 +275,9 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     }
     for (int v : stage.outputs) L.out.push_back(make_slot(values[v].view(), L, stage.reverse));
 
+    std::int64_t min_work = stage.code.serial ? kMinWorkPerThread : kMinGenericWorkPerThread;
     int threads = static_cast<int>(std::clamp<std::int64_t>(
-        std::min<std::int64_t>(config.threads, numel / kMinWorkPerThread), 1, config.threads));
+        std::min<std::int64_t>(config.threads, numel / min_work), 1, config.threads));
     // Lanes along a contiguous inner dim are read in place, each thread's groups as wide as its
     // share of the lines (up to 8 KiB of f32 per row): one long run per step, which the
     // prefetchers follow, with the carry row still in L1/L2. Strided lanes go through tiles.
@@ -273,9 +290,12 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     L.stream = out_bytes >= kStreamBytes;
     L.reassociate = !config.ordered;
     // A one-op stage along contiguous rows: a row per lane, each scanned in blocks at the op's
-    // throughput (SerialBlockFn) straight from memory, no transposes.
+    // throughput (SerialBlockFn) straight from memory, no transposes. Few rows (a group of
+    // kSerialLanes to kFewLines lanes would run the interpreter, a dispatch per step) from
+    // kMinShortSplitSteps steps on: sum 8x1024 took 25 instructions per element that way.
     const StageCode& code = stage.code;
-    if (!inner_lanes && code.serial_block && L.reassociate && L.steps >= kMinSplitSteps &&
+    std::int64_t min_row_steps = L.lines < kFewLines ? kMinShortSplitSteps : kMinSplitSteps;
+    if (!inner_lanes && code.serial_block && L.reassociate && L.steps >= min_row_steps &&
         L.in[code.serial_x_slot].step == 1 && L.out[code.store_alias[0]].step == 1)
         L.width = 1;
     std::int64_t groups = ceil_div(L.lines, L.width);
@@ -284,17 +304,24 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     bool balanced = groups >= threads && 3 * groups >= 2 * ceil_div(groups, threads) * threads;
     // One thread scanning one-op rows (width 1) reads each row once in one pass; splitting
     // would read it twice for no parallelism.
+    // Few lines of a generic stage are split from kMinShortSplitSteps on: whole, each line would
+    // be one lane, a dispatch per op and step for one element (~350 instructions per element).
+    std::int64_t min_split = code.serial || L.lines >= kFewLines ? kMinSplitSteps
+                                                                 : kMinShortSplitSteps;
     bool whole_lines = (L.lines >= kFewLines && (balanced || threads == 1)) ||
-                       (threads == 1 && L.width == 1) || L.steps < kMinSplitSteps ||
+                       (threads == 1 && L.width == 1) || L.steps < min_split ||
                        (config.ordered && stage.has_scan);
+    cache.adopt(std::move(fresh), threads);
+    const Layout& K = cache.L;
+    std::vector<ThreadState>& ts = cache.states;
     if (whole_lines) {
-        run_lines(stage.code, L, threads, stage.has_scan ? Mode::Scan : Mode::Map);
+        run_lines(code, K, threads, stage.has_scan ? Mode::Scan : Mode::Map, ts);
     } else if (!stage.has_scan) {
-        run_map_split(stage.code, L, threads);
-    } else if (chain_eligible(code, L)) {
-        run_chain(code, L, threads);
+        run_map_split(code, K, threads, ts);
+    } else if (chain_eligible(code, K)) {
+        run_chain(code, K, threads, ts);
     } else {
-        run_split(stage.code, L, threads, Mode::Scan, L.lines < kFewLines);
+        run_split(code, K, threads, Mode::Scan, K.lines < kFewLines, ts);
     }
 }
 

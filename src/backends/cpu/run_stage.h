@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "plan.h"
+#include "stage_cache.h"
 #include "scanc/ir/size.h"
 #include "scanc/runtime/tensor.h"
 
@@ -15,8 +16,9 @@ struct RunConfig {
 };
 
 // Runs a Fused stage: reads values[stage.inputs], allocates and writes values[stage.outputs].
+// `cache` is this stage's state from earlier runs (stage_cache.h), updated.
 void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values,
-               const Bindings& bindings, const RunConfig& config);
+               const Bindings& bindings, const RunConfig& config, StageCache& cache);
 
 // Slice (a view), Concat and Interleave (copies); structural.cpp.
 void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindings& bindings);

@@ -32,7 +32,7 @@ public:
     const std::byte* data() const { return p_.get(); }
     std::size_t size() const { return size_; }
 
-private:
+    // Whether SCANC_CPU_POISON=1: new scratch bytes start as 0xFF.
     static bool poison() {
         static const bool on = [] {
             const char* e = std::getenv("SCANC_CPU_POISON");
@@ -40,6 +40,8 @@ private:
         }();
         return on;
     }
+
+private:
     std::unique_ptr<std::byte[]> p_;
     std::size_t size_ = 0, cap_ = 0;
 };

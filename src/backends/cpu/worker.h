@@ -32,8 +32,13 @@ inline constexpr int kFewLines = 32;     // fewer lines than this: split lines
 inline constexpr int kSerialLanes = 4;   // groups this narrow run serial stages serially
 inline constexpr int kFixLanes = kChunkLanes;  // positions per combine in a fix-up (512)
 inline constexpr std::int64_t kPortionBytes = 768 << 10;  // per thread per superblock: L2
-inline constexpr std::int64_t kMinSplitSteps = 2048;      // shorter lines are never split
-inline constexpr std::int64_t kMinWorkPerThread = 32768;  // elements
+inline constexpr std::int64_t kMinSplitSteps = 2048;      // shorter lines are never split...
+inline constexpr std::int64_t kMinShortSplitSteps = 64;   // ...but few lines of generic stages
+// Elements per thread, at least (fewer threads below). Measured, 2 threads against 1 (best of
+// 5, `cpu_bench --one`): sum 65536 32 against 18 us, 262144 58 against 65; affine 1-D 16384
+// 42-48 against 39-51, 32768 72-75 against 83-91 us.
+inline constexpr std::int64_t kMinWorkPerThread = 131072;        // a one-op stage
+inline constexpr std::int64_t kMinGenericWorkPerThread = 16384;  // ~5x the instructions each
 // Outputs at least this large (all of a stage's together) are written with streaming stores
 // where they are written row by row in place: they would not stay in cache anyway, and the
 // write-allocate read of each line would add half again to the traffic.
@@ -164,8 +169,9 @@ public:
         int total = std::max(1, code.num_regs + 5 * leaves);
         // Plus two staging rows per output (streaming stores).
         std::size_t bytes = static_cast<std::size_t>(total + 2 * L.out.size()) * reg_bytes_;
+        // Registers are written before they are read, as tiles are (scratch.h): not zeroed.
         regs_.reset(new (std::align_val_t(64)) std::byte[bytes]);
-        std::memset(regs_.get(), 0, bytes);
+        if (Scratch::poison()) std::memset(regs_.get(), 0xFF, bytes);
         f_.regs = regs_.get();
         for (int r = 0; r < code.num_regs; ++r) f_.ptrs.push_back(f_.regs + r * reg_bytes_);
         scratch_ = f_.regs + static_cast<std::ptrdiff_t>(code.num_regs) * reg_bytes_;
@@ -178,8 +184,9 @@ public:
         out_contig_.assign(L.out.size(), false);
         in_stride_.assign(L.in.size(), kIrregular);
         out_stride_.assign(L.out.size(), kIrregular);
-        for (auto& s : L.in) in_tile_.emplace_back(s.tiled ? tile_ * width * s.esize : 0);
-        for (auto& s : L.out) out_tile_.emplace_back(tile_ * width * s.esize);
+        // Tiles are sized by run() to the steps it walks (a short scan needs few rows).
+        in_tile_.resize(L.in.size());
+        out_tile_.resize(L.out.size());
         f_.in_rows.assign(L.in.size(), nullptr);
         f_.out_rows.assign(L.out.size(), nullptr);
         f_.in_base.resize(L.in.size());
@@ -195,6 +202,14 @@ public:
     }
 
     int leaves() const { return static_cast<int>(code_.carry.size()); }
+    int width() const { return width_; }
+
+    // The layout's base pointers changed (a later run of the same geometry, stage_cache.h):
+    // the only ones a Worker keeps are the captured loads'. The next run starts fresh.
+    void rebase() {
+        for (std::size_t i = 0; i < L_.in.size(); ++i) f_.in_base[i] = L_.in[i].base;
+        ahead_ = nullptr;
+    }
 
     static int tile_steps(const Layout& L, int width) {
         int bytes = 0;
@@ -234,6 +249,7 @@ public:
     // start from that carry; the others start from their first element.
     void run(std::int64_t steps, Mode mode, LaneValues* carry_in = nullptr) {
         end_fold();
+        size_tiles(static_cast<int>(std::min<std::int64_t>(tile_, steps)), mode == Mode::Local);
         bool any_carry = false, all_carry = true;
         if (carry_in) {
             // Into the scratch the next step does not write.
@@ -348,10 +364,8 @@ public:
     // Where Mode::Local puts each leaf's local scan: walking step t of the current lanes at
     // element origin + dir * t of base[k] (compute dtype). Call after set_lanes.
     void set_local(std::byte* const* base, std::int64_t origin, int dir) {
-        local_tile_.resize(leaves());
+        local_tile_.resize(leaves());  // sized by run()
         local_base_.assign(base, base + leaves());
-        for (int k = 0; k < leaves(); ++k)
-            local_tile_[k].resize(static_cast<std::size_t>(tile_) * width_ * leaf_bytes_[k]);
         local_off_.resize(n_);
         for (int l = 0; l < n_; ++l) local_off_[l] = origin + dir * start_[l];
         local_dir_ = dir;
@@ -447,6 +461,18 @@ public:
     }
 
 private:
+    // Tiles of `rows` steps (grown only): rows the tile loop of run() walks at most.
+    void size_tiles(int rows, bool local) {
+        auto grow = [&](Scratch& t, std::size_t esize) {
+            std::size_t need = static_cast<std::size_t>(rows) * width_ * esize;
+            if (t.size() < need) t.resize(need);
+        };
+        for (std::size_t s = 0; s < L_.in.size(); ++s)
+            if (L_.in[s].tiled) grow(in_tile_[s], L_.in[s].esize);
+        for (std::size_t o = 0; o < L_.out.size(); ++o) grow(out_tile_[o], L_.out[o].esize);
+        for (std::size_t k = 0; local && k < local_tile_.size(); ++k)
+            grow(local_tile_[k], leaf_bytes_[k]);
+    }
     // This step's row of input slot s / output slot o: in memory when lanes are contiguous there,
     // else in the tile.
     std::byte* in_row(std::size_t s, std::int64_t t0, int j) const {
