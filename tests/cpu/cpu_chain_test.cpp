@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "cpu_test_util.h"
+#include "worker.h"
 
 namespace scanc::cpu_test {
 namespace {
@@ -35,9 +36,13 @@ ProgramRef one_op(DType t, const std::string& op, bool x_left, int rank, int dim
 }
 
 // Lengths around the block size, the staggered first blocks (block k < threads is
-// (k + 1) / threads of a block), block counts not divisible by the thread count, primes.
-constexpr std::int64_t kLengths[] = {2048, 32771, kBlock32 - 1, kBlock32 + 1, 3 * kBlock32,
-                                     5 * kBlock32 + 17, 1000003, (1 << 23) + 1};
+// (k + 1) / threads of a block), block counts not divisible by the thread count, primes. The
+// thread count follows the work (one thread per kMinWorkPerThread elements), so the lengths
+// around 2 and 3 x kMinWorkPerThread are where a second and a third thread join the chain; the
+// shortest ones run on one thread (no chain).
+constexpr std::int64_t kPerThread = scanc::cpu::kMinWorkPerThread;
+constexpr std::int64_t kLengths[] = {2048, 32771, 2 * kPerThread - 1, 2 * kPerThread + 1,
+                                     3 * kPerThread + 1, 5 * kBlock32 + 17, 1000003, (1 << 23) + 1};
 
 TEST(CpuChain, OneLongIntegerLineMatchesTheReferenceForEveryLengthAndThreadCount) {
     std::mt19937_64 rng(61);
