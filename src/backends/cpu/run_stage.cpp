@@ -258,8 +258,7 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     for (auto s : sizes) numel *= s;
     if (numel == 0) return;
 
-    Layout fresh;
-    Layout& L = fresh;
+    Layout L;  // moved into the stage's cache below; `kept` from there on
     L.sizes = sizes.empty() ? std::vector<std::int64_t>{1} : sizes;
     L.d = stage.has_scan ? stage.dim : static_cast<int>(L.sizes.size()) - 1;
     L.steps = L.sizes[L.d];
@@ -311,17 +310,17 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     bool whole_lines = (L.lines >= kFewLines && (balanced || threads == 1)) ||
                        (threads == 1 && L.width == 1) || L.steps < min_split ||
                        (config.ordered && stage.has_scan);
-    cache.adopt(std::move(fresh), threads);
-    const Layout& K = cache.L;
+    cache.adopt(std::move(L), threads);
+    const Layout& kept = cache.L;  // this run's layout, with the kept workers
     std::vector<ThreadState>& ts = cache.states;
     if (whole_lines) {
-        run_lines(code, K, threads, stage.has_scan ? Mode::Scan : Mode::Map, ts);
+        run_lines(code, kept, threads, stage.has_scan ? Mode::Scan : Mode::Map, ts);
     } else if (!stage.has_scan) {
-        run_map_split(code, K, threads, ts);
-    } else if (chain_eligible(code, K)) {
-        run_chain(code, K, threads, ts);
+        run_map_split(code, kept, threads, ts);
+    } else if (chain_eligible(code, kept)) {
+        run_chain(code, kept, threads, ts);
     } else {
-        run_split(code, K, threads, Mode::Scan, K.lines < kFewLines, ts);
+        run_split(code, kept, threads, Mode::Scan, kept.lines < kFewLines, ts);
     }
 }
 
