@@ -8,6 +8,8 @@
 # SWEEP="table rows=128x32,mb=4 ..." adds a tuning sweep whose results are checked (the
 # SCANC_CUDA_TUNING overrides of src/backends/cuda/tuning.h); NCU="CASE|KERNEL-REGEX;..." profiles
 # one launch of each such sweep case with Nsight Compute (stall reasons, occupancy, memory);
+# STAMPS="CASE[|TUNING];..." records where each look-back tile's time goes in one launch of the
+# sweep case (TUNING plus stamps=1; bench/lookback_stamps.py; records in OUTDIR/stamps-N.bin);
 # GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
@@ -64,6 +66,17 @@ if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then
         --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
         $BUILD/gpu_bench --sweep table >> "$OUT/ncu.txt" 2>&1
     grep -vE "^==PROF==|^ *-+ *$" "$OUT/ncu.txt" | grep -E "scanc_|Duration|Throughput|Issued Warp|Eligible Warps|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|Theoretical Occ|stalled" | tail -14
+  done
+fi
+
+if [ -n "${STAMPS:-}" ]; then
+  IFS=";" read -ra STAMP_RUNS <<< "$STAMPS"
+  for i in "${!STAMP_RUNS[@]}"; do
+    IFS="|" read -r ST_CASE ST_TUNING <<< "${STAMP_RUNS[$i]}"
+    log "tile phases: $ST_CASE ${ST_TUNING:-(table)}" | tee -a "$OUT/stamps.txt"
+    SCANC_CUDA_STAMPS="$OUT/stamps-$i.bin" SWEEP_ONLY="$ST_CASE" timeout 120 $BUILD/gpu_bench --sweep \
+        ${ST_TUNING:-table} ${ST_TUNING:+$ST_TUNING,}stamps=1 2>&1 | grep -v "^|" | grep . | tee -a "$OUT/stamps.txt"
+    python3 bench/lookback_stamps.py "$OUT/stamps-$i.bin" 2>&1 | tee -a "$OUT/stamps.txt"
   done
 fi
 

@@ -2,7 +2,9 @@
 // rows, strided dims, few long rows), both directions, several leaves, captured values, every
 // dtype, awkward sizes (0, 1, primes, 2^k +- 1, more than one tile), strided device inputs.
 // Integer-valued inputs make float sums exact, so most comparisons are bitwise.
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "driver.h"
 #include "gpu_test_util.h"
@@ -297,6 +299,46 @@ TEST_F(CudaDifferential, LookBackFromTheNearestPublishedPrefixMatches) {
     // windows (32 tiles) so that the nearest published prefix falls anywhere in a window.
     TuningOverride tuning("rows=64x4,window=32,nondet=1");
     expect_rows_match(kRowScans, {{1, 257}, {1, 1000003}, {3, 65537}, {129, 40961}});
+}
+
+TEST_F(CudaDifferential, PrefixesPublishedInSeveralCopiesMatch) {
+    // pcopies=C: a window end's inclusive prefix is published in C copies, tile c reads copy
+    // c % C (C = 1, the 2-word table's; 3, not a divisor of the window; 8, the 1-word table's).
+    for (const char* tuning : {"rows=64x4,window=32,pcopies=1", "rows=64x4,window=32,pcopies=3",
+                               "rows=64x4,window=32,pcopies=8"}) {
+        SCOPED_TRACE(tuning);
+        TuningOverride override_tuning(tuning);
+        expect_rows_match(kRowScans, {{1, 257}, {1, 1000003}, {3, 65537}});
+    }
+}
+
+TEST_F(CudaDifferential, TileStampsRecordEveryTileOfALaunchInPhaseOrder) {
+    // stamps=1 (the instrument behind bench/lookback_stamps.py): the results still match, and
+    // the file holds one record per tile whose times run forwards.
+    const std::string path = ::testing::TempDir() + "scanc_stamps.bin";
+    setenv("SCANC_CUDA_STAMPS", path.c_str(), 1);
+    {
+        TuningOverride tuning("rows=64x4,window=32,stamps=1");
+        expect_rows_match(kRowScans, {{3, 65537}});
+    }
+    unsetenv("SCANC_CUDA_STAMPS");
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::uint64_t> w(8);
+    ASSERT_TRUE(in.read(reinterpret_cast<char*>(w.data()), 64));
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(w.data()), 8), "SCSTAMP1");
+    const std::uint64_t tiles = w[1], chunks = w[2];
+    EXPECT_EQ(chunks, (65537u + 255) / 256);  // 64 x 4 elements per tile
+    EXPECT_EQ(tiles, 3 * chunks);
+    std::vector<std::uint64_t> rec(tiles * 8);
+    ASSERT_TRUE(in.read(reinterpret_cast<char*>(rec.data()), static_cast<std::streamsize>(rec.size() * 8)));
+    for (std::uint64_t t = 0; t < tiles; ++t) {
+        const std::uint64_t* r = &rec[t * 8];
+        EXPECT_LE(r[0], r[2]) << "tile " << t << " ends after its dispatch";
+        EXPECT_EQ(r[7] & 0xffffffffu, t % chunks) << "tile " << t;
+        const std::uint64_t stored = r[6] >> 32, loaded = r[3] >> 32;
+        EXPECT_LE(loaded, stored) << "tile " << t;
+    }
+    std::remove(path.c_str());
 }
 
 TEST_F(CudaDifferential, RowTilesBeyondStaticSharedMemoryMatch) {

@@ -8,6 +8,7 @@
 
 #include "cache.h"
 #include "driver.h"
+#include "stamps.h"
 
 namespace scanc::cuda {
 
@@ -215,7 +216,7 @@ private:
                 chunks = ceil_div(len, static_cast<i64>(k.tuning.row_threads) * k.tuning.row_items);
                 blocks = outer * chunks;
                 threads = static_cast<unsigned>(k.tuning.row_threads);
-                status_words = chunks > 1 ? blocks * 2 * nw : 0;
+                status_words = chunks > 1 || t.stamps ? blocks * ((1 + t.row_pcopies) * nw + (t.stamps ? 8 : 0)) : 0;  // A, P copies
                 fn = k.rows;
             } else {
                 groups = ceil_div(inner, 32);
@@ -238,6 +239,12 @@ private:
         void* params[] = {args.data()};
         SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, smem, stream_,
                  params, nullptr);
+        if (s.is_scan && fn == k.rows && k.tuning.stamps) {  // args end with status, ..., chunks, groups
+            const i64 nw = stage_state_words(s), len = shape[s.dim], chunks = args.end()[-2];
+            const i64 tile = i64{k.tuning.row_threads} * k.tuning.row_items;
+            dump_tile_stamps(static_cast<CUdeviceptr>(args.end()[-9]) + static_cast<CUdeviceptr>(blocks * (1 + k.tuning.row_pcopies) * nw * 8),
+                             {blocks, chunks, blocks / chunks, len, k.tuning.row_window, tile, nw}, stream_);
+        }
     }
 
     Tensor to_host(const DeviceView& v) {

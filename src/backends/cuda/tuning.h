@@ -12,6 +12,9 @@ struct Tuning {
     int row_threads = 256;
     int row_items = 16;
     int row_window = 256;
+    // Copies of each window end's inclusive prefix, in separate arrays: the tiles of a window
+    // poll them in turn, so their polls spread over several places in L2.
+    int row_pcopies = 1;
     // cols (inner extent > 1): tiles of [col_warps x col_rows steps] x 32 lanes.
     int col_warps = 8;
     int col_rows = 16;
@@ -33,14 +36,18 @@ struct Tuning {
     // Measurement only: a look-back that starts at the nearest published prefix, so its
     // association depends on timing (not bit-identical run to run). What determinism costs.
     bool nondeterministic = false;
+    // Measurement only: look-back rows tiles record when each of their phases ends (per-tile
+    // global times and SM cycles after the look-back words); SCANC_CUDA_STAMPS=FILE receives
+    // the last such launch's records (stamps.h, read by bench/lookback_stamps.py).
+    bool stamps = false;
 
     std::string str() const;  // "rows 256x16 w256, cols 8x16 w16, map 256, ..."
 };
 
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
-// key=value with keys rows=TxI, window=W, cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N,
-// tickets=0|1, nondet=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
+// key=value with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N,
+// tickets=0|1, nondet=0|1, stamps=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 
 // Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words

@@ -96,11 +96,13 @@ private:
              << ";\n    static constexpr bool REVERSE = " << (s_.reverse ? "true" : "false") << ";\n"
              << "    static constexpr int ROW_THREADS = " << tuning_.row_threads
              << ", ROW_ITEMS = " << tuning_.row_items << ", ROW_WINDOW = " << tuning_.row_window
+             << ", ROW_PCOPIES = " << tuning_.row_pcopies
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
              << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n"
              << "    static constexpr int RES_THREADS = " << tuning_.res_threads << ", RES_ITEMS = " << tuning_.res_items
              << ";\n    static constexpr bool TICKETS = " << (tuning_.tickets ? "true" : "false")
-             << ", NONDET = " << (tuning_.nondeterministic ? "true" : "false") << ";\n";
+             << ", NONDET = " << (tuning_.nondeterministic ? "true" : "false")
+             << ", STAMPS = " << (tuning_.stamps ? "true" : "false") << ";\n";
         out_ << "    struct State {";
         for (std::size_t i = 0; i < leaves.size(); ++i) out_ << " " << compute_ctype(leaves[i]) << " v" << i << ";";
         out_ << " };\n    struct Cap {";

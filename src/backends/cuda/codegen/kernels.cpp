@@ -118,9 +118,39 @@ __device__ __forceinline__ int valid_items(i64 first, i64 end, int it) {
     return first >= end ? 0 : (end - first >= it ? it : (int)(end - first));
 }
 
+// Measurement only (tuning stamps=1): thread 0 of a look-back tile notes the global time at
+// dispatch, at its P publish and at its end, and the SM cycles from dispatch to the end of each
+// phase, and writes them as 8 words per tile after the look-back words (layout: stamps.h).
+template <bool ON> struct TileStamps {
+    enum Phase { LOADED, BARRIER1, WINDOW, PREFIX, PUBLISHED, BARRIER2, STORED };
+    u64 g0 = 0, gpub = 0;
+    long long c0 = 0;
+    u32 d[7] = {};
+    static __device__ __forceinline__ u64 now() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
+    __device__ __forceinline__ void start() {
+        if constexpr (ON) if (threadIdx.x == 0) { g0 = now(); c0 = clock64(); }
+    }
+    __device__ __forceinline__ void mark(Phase ph) {
+        if constexpr (ON) if (threadIdx.x == 0) {
+            d[ph] = (u32)(clock64() - c0);
+            if (ph == PUBLISHED) gpub = now();
+        }
+    }
+    __device__ __forceinline__ void write(u64* at, u32 chunk, u32 window_pos) {
+        if constexpr (ON) if (threadIdx.x == 0) {
+            u32 sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+            const u64 rec[8] = {g0, gpub, now(), sm | (u64)d[0] << 32, d[1] | (u64)d[2] << 32,
+                                d[3] | (u64)d[4] << 32, d[5] | (u64)d[6] << 32, chunk | (u64)window_pos << 32};
+            #pragma unroll
+            for (int j = 0; j < 8; ++j) at[j] = rec[j];
+        }
+    }
+};
+
 // Long rows: a row is split into tiles of THREADS x ITEMS elements chained by a deterministic
 // windowed look-back. Look-back words: the aggregates A of every tile, then the inclusive
-// prefixes P, NW words per tile each, so that a warp's window loads are coalesced.
+// prefixes P, NW words per tile each, so that a warp's window loads are coalesced. Where a
+// tile's time goes (stamps=1, bench/lookback_stamps.py): docs/benchmarks.md.
 template <class K> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
@@ -133,7 +163,9 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     __shared__ u32 s_win[K::NW][W + W / 32];  // the window's aggregates, in tile order (pad32)
     const ScanParams& p = a.p;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    TileStamps<K::STAMPS> stamp;
     const i64 tile = tile_id<K>(p), row = tile / p.chunks, chunk = tile % p.chunks;
+    stamp.start();
     const i64 start = chunk * TILE, end = start + TILE < p.len ? start + TILE : p.len;
     typename K::Ctx x;
     K::row_base(a, row, 0, x);
@@ -148,7 +180,10 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     u64* const a_row = p.status + (u64)(tile - chunk) * K::NW;
     u64* const p_row = a_row + (u64)p.outer * p.chunks * K::NW;
     auto a_of = [&](int j) { return a_row + (u64)(ws + j * 32 + lane) * K::NW; };
-    auto p_of = [&](int) { return p_row + (u64)(ws - 1) * K::NW; };
+    // Copy j of a window end's P lies (outer x chunks x NW) x j words past p_row, so that the
+    // tiles polling one P spread over ROW_PCOPIES places in L2 (tile c reads copy c % copies).
+    const u64 pcopy_stride = (u64)p.outer * p.chunks * K::NW;
+    auto p_of = [&](int) { return p_row + (u64)(chunk % K::ROW_PCOPIES) * pcopy_stride + (u64)(ws - 1) * K::NW; };
     u64 raw[PER][K::NW], praw[1][K::NW];
     issue_window<K, PER>(nwin, a_of, epoch, raw);
     issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
@@ -159,6 +194,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     S ex, v;
     bool exh, h;
     scan_segment<K, IT>(xchg[warp], items, valid_items(wbase + (i64)lane * IT, end, IT), x.cap, ex, exh, v, h);
+    stamp.mark(stamp.LOADED);
     // NONDET (an instrument that measures what determinism costs): a snapshot of the window's P
     // words, taken now; the fold starts at the nearest one published, as CUB's look-back does.
     u64 rawp[K::NONDET ? PER : 1][K::NW];
@@ -170,6 +206,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
         s_has[warp] = h;
     }
     __syncthreads();
+    stamp.mark(stamp.BARRIER1);
     if (warp == 0 && p.chunks > 1) {
         S tagg; bool th = false;
         #pragma unroll
@@ -181,6 +218,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
         } else {
             // Back to tile order through shared memory: lane l folds A(ws + PER l ...) in order.
             wait_window<K, PER>(a_of, epoch, raw);
+            stamp.mark(stamp.WINDOW);
             #pragma unroll
             for (int j = 0; j < PER; ++j)
                 #pragma unroll
@@ -216,12 +254,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
                     for (int q = 0; q < K::NW; ++q) w[q] = s_win[q][pad32(lane * PER + i)];
                     fold<K>(fh, f, true, K::from_words(w), x.cap);
                 }
-            #pragma unroll
-            for (int d = 1; d < 32; d *= 2) {  // ordered tree reduction: lane 0 gets the fold
-                S o = shfl_state<K>(f, d, false);
-                bool oh = __shfl_down_sync(0xffffffffu, fh, d);
-                if (lane + d < 32) fold<K>(fh, f, oh, o, x.cap);
-            }
+            fold_lanes<K>(fh, f, x.cap);
             if (lane == 0) {
                 S pre = f;
                 if (near) {
@@ -232,7 +265,14 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
                     finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
                     pre = fh ? K::combine(pw, f, x.cap) : pw;
                 }
-                if (chunk + 1 < p.chunks) publish<K>(st_p, epoch, K::combine(pre, tagg, x.cap));
+                stamp.mark(stamp.PREFIX);
+                if (chunk + 1 < p.chunks) {
+                    const S incl = K::combine(pre, tagg, x.cap);
+                    publish<K>(st_p, epoch, incl);
+                    if (chunk % W == W - 1)
+                        for (int j = 1; j < K::ROW_PCOPIES; ++j) publish<K>(st_p + j * pcopy_stride, epoch, incl);
+                }
+                stamp.mark(stamp.PUBLISHED);
                 u32 w[K::NW]; K::to_words(pre, w);
                 #pragma unroll
                 for (int j = 0; j < K::NW; ++j) s_pre[j] = w[j];
@@ -240,6 +280,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
         }
     }
     __syncthreads();
+    stamp.mark(stamp.BARRIER2);
     // this thread's exclusive prefix: tile prefix o earlier warps o earlier lanes
     bool ph = chunk > 0;
     S pre;
@@ -247,6 +288,8 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     for (int w2 = 0; w2 < warp; ++w2) fold<K>(ph, pre, s_has[w2], K::from_words(s_tot[w2]), x.cap);
     fold<K>(ph, pre, exh, ex, x.cap);
     store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
+    stamp.mark(stamp.STORED);
+    stamp.write(p.status + ((u64)p.outer * p.chunks * (1 + K::ROW_PCOPIES) * K::NW + (u64)tile * 8), (u32)chunk, (u32)(chunk - ws));
 }
 
 // Rows that fit one tile (len <= RES_THREADS x RES_ITEMS): no look-back. A grid of resident

@@ -253,6 +253,15 @@ __device__ __forceinline__ void fold_window(int n, F ptr_of, u32 epoch, bool& h,
     issue_window<K, N>(n, ptr_of, epoch, raw);
     finish_window<K, N>(n, ptr_of, epoch, raw, h, acc, cap);
 }
+// Folds the lanes' (h, v) in lane order (an ordered tree); lane 0 ends with the fold of all 32.
+template <class K> __device__ __forceinline__ void fold_lanes(bool& h, typename K::State& v, const typename K::Cap& cap) {
+    #pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        typename K::State o = shfl_state<K>(v, d, false);
+        bool oh = __shfl_down_sync(0xffffffffu, h, d);
+        if (threadIdx.x % 32 + d < 32) fold<K>(h, v, oh, o, cap);
+    }
+}
 __device__ __forceinline__ int pad32(int i) { return i + (i >> 5); }
 // The rows transpose lives in dynamic shared memory (sized by the launch: transpose_smem_bytes in
 // tuning.h), so a tile may exceed the 48 KB static limit (24-32 items of 8-byte states).
