@@ -6,7 +6,8 @@
 //   - compile time (fresh cache), and with --first-launch, the time a new process needs to its
 //     first launch (run it twice: cold, then with the disk cache warm).
 // Prints a markdown table; `gpu_bench OUT.md` also writes it there. `gpu_bench --sweep T...`
-// times and checks a few cases under each tuning T (see sweep below).
+// times and checks a few cases under each tuning T (see sweep below); `gpu_bench --sizes F.csv`
+// times each case from 4096 to 2^28 elements for the plot (size_sweep below).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -234,6 +235,62 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
     return 0;
 }
 
+// Size sweep for the plot (bench/gpu_plot.py): each case and a device-to-device copy of the
+// same bytes at 4^k elements, CUB beside the 1-D cases; CSV rows `case,elements,bytes,seconds`.
+int size_sweep(const char* path, const RunOptions& opts, cudaStream_t s) {
+    FILE* f = std::fopen(path, "w");
+    if (!f) return 1;
+    std::fprintf(f, "case,elements,bytes,seconds\n");
+    auto row = [&](const char* name, long long n, double bytes, double sec) {
+        std::fprintf(f, "%s,%lld,%.0f,%.9g\n", name, n, bytes, sec);
+        std::printf("%-22s %11lld %9.1f us %6.0f GB/s\n", name, n, sec * 1e6, bytes / sec / 1e9);
+        std::fflush(stdout);
+    };
+    struct C {
+        const char* name;
+        CombineRef c;
+        long long inner;  // row length of the 2-D cases (0: 1-D)
+        int dim;
+    } cases[] = {{"scanc sum 1-D", sum_combine(), 0, 0},
+                 {"scanc affine 1-D", affine_combine(), 0, 0},
+                 {"scanc sum rows of 4096", sum_combine(), 4096, 1},
+                 {"scanc sum dim 0 x1024", sum_combine(), 1024, 0}};
+    for (long long n = 1 << 12; n <= (1ll << 28); n *= 4) {
+        row("copy", n, 8.0 * n, copy_seconds(n, s));
+        for (auto& c : cases) {
+            std::vector<std::int64_t> shape = c.inner ? std::vector<std::int64_t>{n / c.inner, c.inner}
+                                                      : std::vector<std::int64_t>{n};
+            auto exe = CudaBackend().compile(scan_program(c.c, static_cast<int>(shape.size()), c.dim));
+            const int leaves = c.c->num_leaves();
+            std::vector<float*> bufs;
+            std::vector<TensorView> in;
+            for (int i = 0; i < leaves; ++i) {
+                bufs.push_back(device_random(n, 17 + i, leaves == 2 && i == 0 ? 0.5f : -1.0f, 1.0f));
+                in.push_back(device_view(bufs.back(), shape));
+            }
+            row(c.name, n, 4.0 * n * (leaves + 1), time_median([&](cudaStream_t st) { exe->run(in, opts); }, s));
+            if (!c.inner) {  // CUB on the same 1-D data
+                float* out = nullptr;
+                BENCH_CHECK(cudaMalloc(&out, n * 8));
+                if (leaves == 2) {
+                    float2* pairs = nullptr;
+                    BENCH_CHECK(cudaMalloc(&pairs, n * 8));
+                    BENCH_CHECK(cudaMemcpy2D(pairs, 8, bufs[0], 4, 4, n, cudaMemcpyDeviceToDevice));
+                    BENCH_CHECK(cudaMemcpy2D(reinterpret_cast<char*>(pairs) + 4, 8, bufs[1], 4, 4, n, cudaMemcpyDeviceToDevice));
+                    row("CUB affine 1-D (float2)", n, 16.0 * n, cub_affine(pairs, reinterpret_cast<float2*>(out), n, s));
+                    cudaFree(pairs);
+                } else {
+                    row("CUB sum 1-D", n, 8.0 * n, cub_sum(bufs[0], out, n, s));
+                }
+                cudaFree(out);
+            }
+            for (float* p : bufs) cudaFree(p);
+        }
+    }
+    std::fclose(f);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -314,6 +371,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
     };
     if (argc > 1 && std::string(argv[1]) == "--sweep") return sweep(argc - 2, argv + 2, copy_bw, opts, s);
+    if (argc > 2 && std::string(argv[1]) == "--sizes") return size_sweep(argv[2], opts, s);
     bench("sum 1-D 2^28", sum_combine(), {big}, 0, 0.90);
     bench("sum rows 8192x4096 dim 1", sum_combine(), {8192, 4096}, 1, 0.90);
     bench("sum 4096x8192 dim 0", sum_combine(), {4096, 8192}, 0, 0.90);

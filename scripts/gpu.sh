@@ -5,6 +5,7 @@
 #   scripts/gpu.sh [OUTDIR]        (default: build-gpu/results)
 # Environment: SKIP_PEERS=1 skips the Python peers; SKIP_SANITIZER=1 skips compute-sanitizer;
 # SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py;
+# SIZES=1 times every case at 4^k elements for the plot (OUTDIR/sizes.csv);
 # SWEEP="table rows=128x32,mb=4 ..." adds a tuning sweep whose results are checked (the
 # SCANC_CUDA_TUNING overrides of src/backends/cuda/tuning.h); NCU="CASE|KERNEL-REGEX;..." profiles
 # one launch of each such sweep case with Nsight Compute (stall reasons, occupancy, memory);
@@ -54,6 +55,11 @@ timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$BUIL
 if [ -n "${SWEEP:-}" ]; then
   log "tuning sweep"
   timeout ${SWEEP_TIMEOUT:-200} $BUILD/gpu_bench --sweep $SWEEP 2>&1 | tee "$OUT/sweep.md"
+fi
+
+if [ -n "${SIZES:-}" ]; then
+  log "size sweep (bench/gpu_plot.py OUTDIR/sizes.csv draws it)"
+  timeout ${SIZES_TIMEOUT:-150} $BUILD/gpu_bench --sizes "$OUT/sizes.csv" > "$OUT/sizes.log" 2>&1; tail -3 "$OUT/sizes.log"
 fi
 
 if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then
