@@ -216,7 +216,8 @@ private:
                 chunks = ceil_div(len, static_cast<i64>(k.tuning.row_threads) * k.tuning.row_items);
                 blocks = outer * chunks;
                 threads = static_cast<unsigned>(k.tuning.row_threads);
-                status_words = chunks > 1 || t.stamps ? blocks * ((1 + t.row_pcopies) * nw + (t.stamps ? 8 : 0)) : 0;  // A, P copies
+                // A, then the copies of P, then the stamps' records
+                status_words = chunks > 1 || t.stamps ? blocks * ((1 + t.row_pcopies) * nw + (t.stamps ? 8 : 0)) : 0;
                 fn = k.rows;
             } else {
                 groups = ceil_div(inner, 32);
@@ -242,7 +243,8 @@ private:
         if (s.is_scan && fn == k.rows && k.tuning.stamps) {  // args end with status, ..., chunks, groups
             const i64 nw = stage_state_words(s), len = shape[s.dim], chunks = args.end()[-2];
             const i64 tile = i64{k.tuning.row_threads} * k.tuning.row_items;
-            dump_tile_stamps(static_cast<CUdeviceptr>(args.end()[-9]) + static_cast<CUdeviceptr>(blocks * (1 + k.tuning.row_pcopies) * nw * 8),
+            const i64 records = args.end()[-9] + blocks * (1 + k.tuning.row_pcopies) * nw * 8;
+            dump_tile_stamps(static_cast<CUdeviceptr>(records),
                              {blocks, chunks, blocks / chunks, len, k.tuning.row_window, tile, nw}, stream_);
         }
     }

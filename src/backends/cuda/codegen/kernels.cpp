@@ -289,7 +289,8 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     fold<K>(ph, pre, exh, ex, x.cap);
     store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
     stamp.mark(stamp.STORED);
-    stamp.write(p.status + ((u64)p.outer * p.chunks * (1 + K::ROW_PCOPIES) * K::NW + (u64)tile * 8), (u32)chunk, (u32)(chunk - ws));
+    const u64 lookback_words = (u64)p.outer * p.chunks * (1 + K::ROW_PCOPIES) * K::NW;
+    stamp.write(p.status + lookback_words + (u64)tile * 8, (u32)chunk, (u32)(chunk - ws));
 }
 
 // Rows that fit one tile (len <= RES_THREADS x RES_ITEMS): no look-back. A grid of resident
