@@ -10,7 +10,8 @@
 // alone; a reassociated f32 prefix sum like the backend's one-op blocks (8 segments of 64 per
 // block, fix-up, streaming stores through an L1 block) without and with software prefetch
 // ahead; rows of 16 KiB scanned by the backend's f32 add kernels of rounds 4 and 5 with
-// several prefetch distances. Needs AVX2 (x86-64); elsewhere it says so and exits.
+// several prefetch distances; K strided row streams (round 7: what a strided-lane group's
+// tiles ask of memory) for several K and bytes per visit. Needs AVX2 (x86-64); elsewhere it says so and exits.
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -148,6 +149,22 @@ __attribute__((target("avx2"))) void rows_chain(float* d, const float* s, std::s
         }
     }
 }
+// Round 7: K strided streams, as a strided-lane group sees memory (affine along the last dim:
+// lanes are rows of kRow floats, a tile visits each row for T bytes, then the next row): rows
+// copied in groups of K, T bytes per row per visit, streaming stores; with Ahead, each visit
+// prefetches the row's next T bytes (the backend's prefetch_rows, a tile ahead).
+template <int K, int T, bool Ahead>
+__attribute__((target("avx2"))) void rows_streams(float* d, const float* s, std::size_t n) {
+    constexpr std::size_t kStep = T / 4;
+    for (std::size_t g = 0; g + K * kRow <= n; g += K * kRow)
+        for (std::size_t t = 0; t < kRow; t += kStep)
+            for (int k = 0; k < K; ++k) {
+                const float* src = s + g + k * kRow + t;
+                if (Ahead && t + kStep < kRow)
+                    for (std::size_t b = 0; b < kStep; b += 16) __builtin_prefetch(src + kStep + b);
+                copy_nt(d + g + k * kRow + t, src, kStep);
+            }
+}
 #endif
 
 void glibc_copy(float* d, const float* s, std::size_t n) { std::memcpy(d, s, n * 4); }
@@ -210,6 +227,15 @@ int main(int argc, char** argv) {
         {"rows, round 5 one chain, ahead 2 KiB", rows_chain<2048>, 2},
         {"rows, round 5 one chain, ahead 4 KiB", rows_chain<4096>, 2},
         {"rows, round 5 one chain, ahead 8 KiB", rows_chain<8192>, 2},
+        {"8 row streams, 1 KiB per visit", rows_streams<8, 1024, false>, 2},
+        {"32 row streams, 1 KiB per visit", rows_streams<32, 1024, false>, 2},
+        {"64 row streams, 1 KiB per visit", rows_streams<64, 1024, false>, 2},
+        {"64 row streams, 1 KiB, prefetch next", rows_streams<64, 1024, true>, 2},
+        {"128 row streams, 512 B per visit", rows_streams<128, 512, false>, 2},
+        {"128 row streams, 512 B, prefetch next", rows_streams<128, 512, true>, 2},
+        {"128 row streams, 1 KiB per visit", rows_streams<128, 1024, false>, 2},
+        {"256 row streams, 256 B per visit", rows_streams<256, 256, false>, 2},
+        {"64 row streams, 4 KiB per visit", rows_streams<64, 4096, false>, 2},
     };
     std::printf("%zu MiB source, %d threads\n", mib, threads);
     for (const Case& c : cases) {

@@ -25,6 +25,9 @@ inline constexpr int kMaxLanes = 2048;
 // path for exactly these many lanes from lane 0, without the general loop's remainder handling.
 inline constexpr int kGroupLanes = 64;
 inline constexpr int kChunkLanes = 512;
+// Lanes of strided groups and chained fix-ups of generic stages with large outputs: half the
+// per-step dispatch cost per element of kGroupLanes (issue 4, round 7).
+inline constexpr int kWideLanes = 2 * kGroupLanes;
 inline constexpr int kRegBytes = kMaxLanes * 8;
 
 struct Frame;
@@ -34,6 +37,7 @@ using OpFn = void (*)(const Instr&, Frame&, int l0, int l1);
 struct Instr {
     OpFn fn = nullptr;
     int dst = -1, a = -1, b = -1, c = -1;  // registers (loads: a = input slot; stores: dst = slot)
+    int tee = -1;  // OpKey::tee variants: the output slot whose Frame::tee_rows row also gets dst
 };
 
 // What a thread evaluates bytecode against. Instructions reach register r through ptrs[r]:
@@ -45,6 +49,7 @@ struct Frame {
     std::vector<std::byte*> ptrs;              // per register: where its lanes are now
     std::vector<const std::byte*> in_rows;     // per input slot: this step's tile row
     std::vector<std::byte*> out_rows;          // per output slot: this step's tile row
+    std::vector<std::byte*> tee_rows;          // per output slot: its row in memory (OpKey::tee)
     // Captured loads read memory directly: per input slot, base pointer and per-lane offsets.
     std::vector<const std::byte*> in_base;
     std::vector<const std::int64_t*> lane_off;
@@ -89,6 +94,15 @@ struct OpKey {
     // written once): f32/f64 Binary + - * / and MulAdd and AddMul, with AVX2 only;
     // lookup_op gives null for the others.
     bool stream = false;
+    // Operands read as one value (bit 0: a, 1: b, 2: c), the one at the register's pointer, for
+    // every lane: the fix-up's carry, read in place instead of filled across a register first.
+    // f32/f64 Binary + - * / and MulAdd and AddMul, with AVX2 only; lookup_op gives null for
+    // the others.
+    unsigned char bcast = 0;
+    // The variant that writes dst as usual and the same values, with streaming stores, to the
+    // row tee_rows[Instr::tee] (a scan's carry row and its large output in memory, in one
+    // pass instead of a staging row and a copy). The same ops as `stream`, AVX2 only.
+    bool tee = false;
 };
 
 // nullptr when there is no implementation (a typing bug: the caller raises InternalError).

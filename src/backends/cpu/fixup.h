@@ -50,8 +50,10 @@ inline std::vector<Piece> split_line(std::int64_t a, std::int64_t b, bool short_
 
 // Walking steps per thread and superblock of a split (or per block of a chained split,
 // chain.h): about kPortionBytes of the stage's memory traffic per lane, so a thread's part
-// stays in L2.
-std::int64_t portion_steps(const StageCode& code, const Layout& L, bool split_b);
+// stays in L2. Split-B with `lanes` lanes per piece (kSubLanes or kWideLanes): the portion is
+// scaled by lanes / kSubLanes, so the lanes keep their length.
+std::int64_t portion_steps(const StageCode& code, const Layout& L, bool split_b,
+                           int lanes = kSubLanes);
 
 // The fix-up scheme (run_fixup.cpp), for a split line of a generic (not one-op) stage whose
 // outputs all store leaves unchanged: phase 1 scans each lane without a carry into a local
@@ -94,10 +96,10 @@ private:
     std::vector<int> bytes_;
 };
 
-// Lanes of a fix-up Worker whose fix-ups cover at most `positions` positions: kFixLanes, or
+// Lanes of a fix-up Worker whose fix-ups cover at most `positions` positions: `max_lanes`, or
 // fewer for short lines (a worker's registers are set up for all of its lanes).
-inline int fix_width(std::int64_t positions) {
-    return static_cast<int>(std::clamp<std::int64_t>((positions + 63) / 64 * 64, 64, kFixLanes));
+inline int fix_width(std::int64_t positions, int max_lanes = kFixLanes) {
+    return static_cast<int>(std::clamp<std::int64_t>((positions + 63) / 64 * 64, 64, max_lanes));
 }
 
 // Phase 3 of a piece whose lanes' carries are `carry` entries i.. (`has` unset only for a

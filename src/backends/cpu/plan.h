@@ -34,6 +34,14 @@ struct StageCode {
     // variant (OpKey::stream), for Worker::fixup's large outputs: no staging row, no copy.
     // Empty when some stored leaf's last write has no such variant.
     Code combine_stream;
+    // combine and combine_stream with every read of a carry register by its broadcast variant
+    // (OpKey::bcast), for Worker::fixup: a run's carry is then read in place, one value, instead
+    // of filled across a register. Empty when some such read has no broadcast variant.
+    Code combine_bcast, combine_stream_bcast;
+    // The combine with every stored leaf's last write by its tee variant (OpKey::tee): the
+    // carry row as usual, and the output row in memory with streaming stores (Worker::run, for
+    // large outputs whose lanes are contiguous). Empty when some such write has none.
+    Code combine_tee;
     Code epilogue;  // per step: outputs from the carry and loads -> stores
     std::vector<int> carry, x, next;  // per leaf
     // Loads that need no conversion are not instructions: the register points at the step's

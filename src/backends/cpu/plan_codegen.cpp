@@ -56,7 +56,7 @@ public:
         out_.slot_tiled.resize(stage_.inputs.size(), false);
         if (stage_.has_scan) find_serial();
         fuse_mul_add();
-        if (stage_.has_scan) find_stream_combine();
+        if (stage_.has_scan) find_stream_combine(), find_tee_combine();
         return std::move(out_);
     }
 
@@ -340,7 +340,8 @@ private:
     // variant, provided nothing in the combine reads that leaf's `next` afterwards (or in it).
     void find_stream_combine() {
         Code code = out_.combine;
-        const std::vector<OpKey>& keys = keys_[&out_.combine];
+        std::vector<OpKey> keys = keys_[&out_.combine];
+        out_.combine_bcast = bcast_carries(code, keys);
         for (std::size_t k = 0; k < out_.next.size(); ++k) {
             if (out_.store_alias[k] < 0) continue;
             int r = out_.next[k], last = -1;
@@ -349,12 +350,48 @@ private:
             if (last < 0) return;
             for (std::size_t i = last; i < code.size(); ++i)
                 if (code[i].a == r || code[i].b == r || code[i].c == r) return;
-            OpKey key = keys[last];
-            key.stream = true;
-            code[last].fn = lookup_op(key);
+            keys[last].stream = true;
+            code[last].fn = lookup_op(keys[last]);
             if (!code[last].fn) return;
         }
+        out_.combine_stream_bcast = bcast_carries(code, keys);
         out_.combine_stream = std::move(code);
+    }
+
+    // StageCode::combine_tee. Later reads of a leaf's `next` are fine: the tee still writes it.
+    void find_tee_combine() {
+        Code code = out_.combine;
+        std::vector<OpKey> keys = keys_[&out_.combine];
+        for (std::size_t k = 0; k < out_.next.size(); ++k) {
+            if (out_.store_alias[k] < 0) continue;
+            int last = -1;
+            for (std::size_t i = 0; i < code.size(); ++i)
+                if (code[i].dst == out_.next[k]) last = static_cast<int>(i);
+            if (last < 0) return;
+            keys[last].tee = true;
+            code[last].fn = lookup_op(keys[last]);
+            code[last].tee = out_.store_alias[k];
+            if (!code[last].fn) return;
+        }
+        out_.combine_tee = std::move(code);
+    }
+
+    // `code` (with its keys) where every instruction that reads a carry register reads it as a
+    // broadcast value; empty when one has no such variant or some instruction writes a carry.
+    Code bcast_carries(Code code, std::vector<OpKey> keys) const {
+        auto is_carry = [&](int r) {
+            return r >= 0 && std::find(out_.carry.begin(), out_.carry.end(), r) != out_.carry.end();
+        };
+        for (std::size_t i = 0; i < code.size(); ++i) {
+            if (is_carry(code[i].dst)) return {};
+            keys[i].bcast = static_cast<unsigned char>((is_carry(code[i].a) ? 1 : 0) |
+                                                       (is_carry(code[i].b) ? 2 : 0) |
+                                                       (is_carry(code[i].c) ? 4 : 0));
+            if (!keys[i].bcast) continue;
+            code[i].fn = lookup_op(keys[i]);
+            if (!code[i].fn) return {};
+        }
+        return code;
     }
 
     Stage& stage_;

@@ -1,7 +1,7 @@
 // One thread's machinery for running a Fused stage (run_stage.cpp, run_fixup.cpp): the
-// iteration layout (Layout, Slot), tile moves between memory and lane-contiguous scratch, and
-// Worker, which evaluates a stage's bytecode over a group of lanes step by step (see the
-// comment at the top of run_stage.cpp for how lines map to lanes and threads).
+// iteration layout (Layout, Slot) and Worker, which evaluates a stage's bytecode over a group
+// of lanes step by step, moving tiles with tile_moves.h (see the comment at the top of
+// run_stage.cpp for how lines map to lanes and threads).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "scratch.h"
 #include "scanc/runtime/tensor.h"
 #include "stream_store.h"
+#include "tile_moves.h"
 
 namespace scanc::cpu {
 
@@ -25,7 +26,8 @@ namespace scanc::cpu {
 // 1.5-3x faster than 256 on the 2-core box although they cost ~25-80% more instructions: the
 // memory streams, not the dispatch, were the limit. 256 KiB of tiles (half this box's L2; 1 KiB
 // per lane and input for a 64-lane affine) beat 128 KiB in every one of 7 back-to-back pairs
-// (last dim, 1-D and dim 0 affine, round 4): longer runs per stream.
+// (last dim, 1-D and dim 0 affine, round 4): longer runs per stream. Round 7: generic stages
+// with large outputs use kWideLanes (128; run_stage.cpp, run_chain.cpp), 256 was slower.
 inline constexpr int kTileBytes = 256 << 10;
 inline constexpr int kSubLanes = kGroupLanes;  // lanes of strided groups (64)
 inline constexpr int kFewLines = 32;     // fewer lines than this: split lines
@@ -92,54 +94,6 @@ inline Slot make_slot(const TensorView& v, const Layout& L, bool reverse) {
     return s;
 }
 
-// Copies a tile of `len` steps x `n` lanes between memory and scratch (lanes contiguous).
-template <int E, bool Gather>
-void move_tile(int width, std::byte* tile, std::byte* base, const std::int64_t* off, int n, std::int64_t step,
-               std::int64_t t0, int len, bool lanes_contiguous) {
-    if (lanes_contiguous) {
-        for (int j = 0; j < len; ++j) {
-            std::byte* mem = base + (off[0] + (t0 + j) * step) * E;
-            std::byte* row = tile + static_cast<std::ptrdiff_t>(j) * width * E;
-            if constexpr (Gather) std::memcpy(row, mem, static_cast<std::size_t>(n) * E);
-            else std::memcpy(mem, row, static_cast<std::size_t>(n) * E);
-        }
-        return;
-    }
-    for (int l = 0; l < n; ++l) {
-        std::byte* mem = base + (off[l] + t0 * step) * E;
-        std::byte* row = tile + static_cast<std::ptrdiff_t>(l) * E;
-        for (int j = 0; j < len; ++j) {
-            if constexpr (Gather) std::memcpy(row + j * width * E, mem + j * step * E, E);
-            else std::memcpy(mem + j * step * E, row + j * width * E, E);
-        }
-    }
-}
-
-inline constexpr std::int64_t kIrregular = INT64_MIN;  // lane offsets not an arithmetic sequence
-
-template <bool Gather>
-inline void move_tile(int esize, int width, std::byte* tile, std::byte* base, const std::int64_t* off,
-               int n, std::int64_t step, std::int64_t t0, int len, bool contiguous,
-               std::int64_t lane_stride) {
-    if (!contiguous && lane_stride != kIrregular && (step == 1 || step == -1)) {
-        // Lanes are rows of memory: a blocked transpose through SIMD registers.
-        static const TransposeFn transpose = transpose_fn();
-        std::int64_t first = off[0] + t0 * step - (step < 0 ? len - 1 : 0);
-        std::byte* mem = base + first * esize;
-        std::int64_t rows = step < 0 ? -width : width;
-        std::byte* t = tile + (step < 0 ? static_cast<std::ptrdiff_t>(len - 1) * width * esize : 0);
-        if constexpr (Gather) transpose(esize, mem, lane_stride, t, rows, n, len);
-        else transpose(esize, t, rows, mem, lane_stride, len, n);
-        return;
-    }
-    switch (esize) {
-        case 1: return move_tile<1, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
-        case 2: return move_tile<2, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
-        case 4: return move_tile<4, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
-        default: return move_tile<8, Gather>(width, tile, base, off, n, step, t0, len, contiguous);
-    }
-}
-
 // Carry values of lanes, 8 bytes per leaf, for chaining totals between lanes and threads.
 struct LaneValues {
     int leaves = 0;
@@ -189,6 +143,7 @@ public:
         out_tile_.resize(L.out.size());
         f_.in_rows.assign(L.in.size(), nullptr);
         f_.out_rows.assign(L.out.size(), nullptr);
+        f_.tee_rows.assign(L.out.size(), nullptr);
         f_.in_base.resize(L.in.size());
         f_.lane_off.resize(L.in.size());
         for (std::size_t i = 0; i < L.in.size(); ++i) {
@@ -294,13 +249,14 @@ public:
                     prefetch_rows(slot, in_off_[s].data(), t0 + tile);
             }
             int flip0 = flip_;
+            tee_ = false;
             if (!serial) walk_rows(t0, mode, stream);
             // Locals, not members: every op is an opaque call, after which members would be
             // reloaded from memory at each step.
             std::span<const PtrWalk> walks(walks_), nexts(next_walks_);
             std::span<const Staged> staged(staged_), ahead(ahead_rows_);
-            std::span<const Instr> step_code(code_.step), combine(code_.combine),
-                epilogue(code_.epilogue);
+            std::span<const Instr> step_code(code_.step),
+                combine(tee_ ? code_.combine_tee : code_.combine), epilogue(code_.epilogue);
             std::span<const std::pair<std::byte**, std::byte**>> carry_next(carry_next_);
             for (int j = 0; j < len; ++j) {
                 if (serial) {
@@ -333,7 +289,8 @@ public:
                 }
                 if (!writes) continue;
                 run_code(epilogue, f_, 0, n_);
-                for (const Staged& w : staged) mem_.stream_copy(w.mem.at(j), *w.row, w.bytes);
+                for (const Staged& w : staged)
+                    if (!w.teed || t0 + j == 0) mem_.stream_copy(w.mem.at(j), *w.row, w.bytes);
             }
             if (!serial && mode != Mode::Map) flip_ = flip0 ^ (len & 1);
             if (mode == Mode::Local) {
@@ -386,6 +343,12 @@ public:
     // `ahead`: memory (pointer at this call's position 0, bytes per position) a later pass reads,
     // prefetched chunk by chunk so these writes overlap those reads.
     using Ahead = std::vector<std::pair<const std::byte*, int>>;
+    // The fix-up's combine reading each run's carry in place as a broadcast value (where every
+    // op reading it has that variant), or empty: the carry is then filled across a register.
+    static const Code& fixup_bcast(const StageCode& code, const Layout& L) {
+        bool direct = L.stream && !code.combine_stream.empty();
+        return direct ? code.combine_stream_bcast : code.combine_bcast;
+    }
     void fixup(const std::uint64_t* const* carries, std::int64_t run, std::byte* const* local,
                std::byte* const* out, std::int64_t count, const Ahead& ahead) {
         auto put = [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
@@ -401,17 +364,22 @@ public:
         // Streaming outputs: written by the combine's streaming variant when it has one, else
         // through a staging row and a streaming copy.
         bool direct = L_.stream && !code_.combine_stream.empty();
-        std::span<const Instr> combine(direct ? code_.combine_stream : code_.combine);
+        const Code& bcast = fixup_bcast(code_, L_);
+        std::span<const Instr> combine(!bcast.empty() ? bcast
+                                       : direct       ? code_.combine_stream
+                                                      : code_.combine);
         // Chunks never straddle two runs, so each run's carry is filled once (for its first chunk,
         // as wide as any of its chunks).
         for (std::int64_t i = 0, next = 0; i < count; i = next) {
             std::int64_t r = i / run, run_end = std::min(count, (r + 1) * run);
             next = std::min(run_end, i + width_);
             int m = static_cast<int>(next - i);
-            for (auto [p, bytes] : ahead)
-                for (std::int64_t b = i * bytes; b < next * bytes; b += 64)
-                    __builtin_prefetch(p + b);
-            if (i == r * run) {
+            for (auto [p, bytes] : ahead) {
+                const std::byte *q = p + i * bytes, *end = p + next * bytes;
+#pragma GCC unroll 4
+                for (; q < end; q += 64) __builtin_prefetch(q);
+            }
+            if (i == r * run && bcast.empty()) {
                 int wide = static_cast<int>(std::min<std::int64_t>(width_, run_end - i));
                 for (int k = 0; k < leaves(); ++k)
                     mem_.fill(scratch(k, 2), leaf_bytes_[k], carries[r][k], wide);
@@ -419,7 +387,11 @@ public:
             for (int k = 0; k < leaves(); ++k) {
                 std::ptrdiff_t at = static_cast<std::ptrdiff_t>(i) * leaf_bytes_[k];
                 int o = code_.store_alias[k];
-                f_.ptrs[code_.carry[k]] = scratch(k, 2);
+                // The broadcast ops read the value's low bytes (little-endian, AVX2 only).
+                f_.ptrs[code_.carry[k]] =
+                    bcast.empty() ? scratch(k, 2)
+                                  : reinterpret_cast<std::byte*>(
+                                        const_cast<std::uint64_t*>(carries[r] + k));
                 f_.ptrs[code_.x[k]] = local[k] + at;
                 f_.ptrs[code_.next[k]] = o < 0                   ? scratch(k, 0)
                                          : L_.stream && !direct ? staging(o, 0)
@@ -532,6 +504,7 @@ private:
         PtrWalk mem;
         std::byte* const* row;
         std::size_t bytes;
+        bool teed = false;  // written by combine_tee from the second step on: no copy
     };
     static PtrWalk walk(std::byte** dst, std::byte* a, std::byte* b, std::ptrdiff_t mask) {
         return {dst, a, b - a, mask};
@@ -557,13 +530,20 @@ private:
             }
         }
         bool writes = mode == Mode::Map || mode == Mode::Scan;
+        // Stored leaves whose rows are all staged: the combine's tee variant writes each step's
+        // carry to the staging row and streams it to memory itself (no copy).
+        tee_ = stream && mode == Mode::Scan && !code_.combine_tee.empty();
+        for (int o : code_.store_alias) tee_ = tee_ && (o < 0 || out_contig_[o]);
         std::vector<PtrWalk> out(writes ? L_.out.size() : 0);
         for (std::size_t o = 0; o < out.size(); ++o) {
             std::byte** dst = &f_.out_rows[o];
             if (stream && out_contig_[o]) {
                 out[o] = walk(dst, staging(o, t0), staging(o, t0 + 1), 1);
-                staged_.push_back({walk(nullptr, out_row(o, t0, 0), out_row(o, t0, 1), -1), dst,
-                                   static_cast<std::size_t>(n_) * L_.out[o].esize});
+                bool teed = tee_ && std::find(code_.store_alias.begin(), code_.store_alias.end(),
+                                              static_cast<int>(o)) != code_.store_alias.end();
+                PtrWalk mem = walk(nullptr, out_row(o, t0, 0), out_row(o, t0, 1), -1);
+                staged_.push_back({mem, dst, static_cast<std::size_t>(n_) * L_.out[o].esize, teed});
+                if (teed) walks_.push_back({&f_.tee_rows[o], mem.p0, mem.d, mem.mask});
             } else {
                 out[o] = walk(dst, out_row(o, t0, 0), out_row(o, t0, 1), -1);
             }
@@ -732,6 +712,7 @@ private:
     const std::byte* ahead_ = nullptr;  // set_ahead
     std::vector<PtrWalk> walks_, next_walks_;
     std::vector<Staged> staged_, ahead_rows_;  // ahead_rows_: in-place input rows to prefetch
+    bool tee_ = false;  // this tile's steps run combine_tee (walk_rows)
     std::vector<Scratch> local_tile_;  // Mode::Local: per leaf, a tile of carries
     std::vector<std::byte*> local_base_;
     std::vector<std::int64_t> local_off_;
