@@ -2,7 +2,7 @@
 """CPU backend vs memcpy, numpy.cumsum and torch.cumsum, measured in one run.
 
     python3 bench/cpu_bench.py [--driver build-cpu/bench/cpu_bench] [--threads N]
-                               [--plot docs/cpu_bench.png] [--quick]
+                               [--plot docs/cpu_bench.png] [--quick] [--torch-assoc]
 
 The C++ driver (bench/cpu_bench.cpp, Google Benchmark) measures memcpy and scanc (each case's
 fastest repetition, read from --benchmark_format=json); this script runs it, then the
@@ -13,7 +13,9 @@ DRAM_BYTES moved in the whole run (glibc switches to a faster copy above a size,
 same-bytes copy can be the slower regime), the stricter of the two judged against the targets
 (sum >= 70%, affine >= 50%), and speedups. numpy and torch have no affine scan; an affine scan
 is compared against their cumsum of one leaf of the same shape, a lower bound of what they
-would take.
+would take. --torch-assoc also times what PyTorch offers for an affine scan,
+torch._higher_order_ops.associative_scan (combine_mode="generic", eager, CPU), on the affine
+shapes of the same run.
 """
 import argparse
 import json
@@ -66,6 +68,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--plot", default=os.path.join(here, "..", "docs", "cpu_bench.png"))
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--torch-assoc", action="store_true",
+                    help="also time torch's associative_scan on the affine cases")
     args = ap.parse_args()
 
     cmd = [args.driver, "--threads", str(args.threads), "--benchmark_format=json"]
@@ -129,6 +133,9 @@ def main():
               + f"{np_s / r['seconds']:.1f}x | " + (f"{th_s / r['seconds']:.1f}x" if th_s else "-")
               + " |")
 
+    if args.torch_assoc and torch is not None:
+        print_torch_assoc(rows, torch)
+
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -164,6 +171,29 @@ def main():
     fig.tight_layout()
     fig.savefig(args.plot, dpi=110)
     print(f"plot: {args.plot}")
+
+
+def print_torch_assoc(rows, torch):
+    """The affine rows against torch's associative_scan on the same shapes (16 B per element)."""
+    from torch._higher_order_ops.associative_scan import associative_scan
+
+    def affine(x, y):
+        return x[0] * y[0], y[0] * x[1] + y[1]
+
+    print("| case | shape | dim | scanc GB/s | torch associative_scan GB/s | scanc vs it |")
+    print("|---|---|---|---|---|---|")
+    seen = set()  # a shape measured twice (the main cases and the sweep): its first row
+    for r in rows:
+        if r["case"] != "affine" or r["bytes"] < DRAM_BYTES or (r["shape"], r["dim"]) in seen:
+            continue
+        seen.add((r["shape"], r["dim"]))
+        shape = shape_of(r["shape"])
+        a = torch.rand(shape) * 0.5 + 0.5
+        b = torch.rand(shape) * 2 - 1
+        s = best_seconds(lambda: associative_scan(affine, (a, b), dim=r["dim"], combine_mode="generic"),
+                         budget=5.0, runs=3)
+        print(f"| affine | {r['shape']} | {r['dim']} | {r['gbps']:.2f} | {r['bytes'] / s / 1e9:.2f} | "
+              f"{s / r['seconds']:.1f}x |")
 
 
 if __name__ == "__main__":
