@@ -4,8 +4,8 @@ rows kernel compiled with SCANC_CUDA_TUNING=...,stamps=1 and written to SCANC_CU
 (layout: src/backends/cuda/stamps.h), prints each phase's duration, the tiles in flight, and the
 chain of published prefixes.
 
-    SCANC_CUDA_STAMPS=stamps.bin SWEEP="stamps=1" SWEEP_ONLY="sum 1-D 2^28" scripts/gpu.sh
-    python3 bench/lookback_stamps.py stamps.bin [--clock-ghz 1.98]
+    STAMPS="sum 1-D 2^28[|TUNING]" scripts/gpu.sh OUT     # runs this on OUT/stamps-0.bin
+    python3 bench/lookback_stamps.py OUT/stamps-0.bin [--clock-ghz 1.98]
 """
 import argparse
 import sys
@@ -71,9 +71,6 @@ def main():
     ts = np.linspace(t0, gend.max(), 200)[1:-1]
     inflight = np.searchsorted(np.sort(g0), ts) - np.searchsorted(np.sort(gend), ts)
     print(f"tiles in flight over time: {stats(inflight)}")
-    # Dispatch: tiles start in index order? and how fast?
-    order = np.argsort(g0, kind="stable")
-    print(f"dispatch order inversions: {(np.diff(order) < 0).sum()} of {len(order) - 1}")
     # Chain: when each window-end tile published P, against the previous window end.
     w = head["window"]
     ends = np.nonzero((chunk % w == w - 1) & (gpub > 0))[0]
