@@ -84,6 +84,29 @@ TensorView device_view(float* p, std::vector<std::int64_t> sizes) {
     return v;
 }
 
+// CUB's scan of the same 1-D leaves (a float2 affine for two leaves, max or sum for one):
+// seconds, and the bytes it moves in `bytes`.
+double cub_on(const Combine& combine, const std::vector<float*>& leaves, long long n, cudaStream_t s,
+              double& bytes) {
+    float* out = nullptr;
+    BENCH_CHECK(cudaMalloc(&out, n * 8));
+    double sec;
+    if (combine.num_leaves() == 2) {
+        float2* pairs = nullptr;
+        BENCH_CHECK(cudaMalloc(&pairs, n * 8));
+        BENCH_CHECK(cudaMemcpy2D(pairs, 8, leaves[0], 4, 4, n, cudaMemcpyDeviceToDevice));
+        BENCH_CHECK(cudaMemcpy2D(reinterpret_cast<char*>(pairs) + 4, 8, leaves[1], 4, 4, n, cudaMemcpyDeviceToDevice));
+        sec = cub_affine(pairs, reinterpret_cast<float2*>(out), n, s);
+        bytes = 16.0 * n;
+        cudaFree(pairs);
+    } else {
+        sec = combine.name == "max" ? cub_max(leaves[0], out, n, s) : cub_sum(leaves[0], out, n, s);
+        bytes = 8.0 * n;
+    }
+    cudaFree(out);
+    return sec;
+}
+
 struct Row {
     std::string name;
     double bytes, seconds, cub_seconds = 0, cub_bytes = 0, target;
@@ -270,19 +293,8 @@ int size_sweep(const char* path, const RunOptions& opts, cudaStream_t s) {
             }
             row(c.name, n, 4.0 * n * (leaves + 1), time_median([&](cudaStream_t st) { exe->run(in, opts); }, s));
             if (!c.inner) {  // CUB on the same 1-D data
-                float* out = nullptr;
-                BENCH_CHECK(cudaMalloc(&out, n * 8));
-                if (leaves == 2) {
-                    float2* pairs = nullptr;
-                    BENCH_CHECK(cudaMalloc(&pairs, n * 8));
-                    BENCH_CHECK(cudaMemcpy2D(pairs, 8, bufs[0], 4, 4, n, cudaMemcpyDeviceToDevice));
-                    BENCH_CHECK(cudaMemcpy2D(reinterpret_cast<char*>(pairs) + 4, 8, bufs[1], 4, 4, n, cudaMemcpyDeviceToDevice));
-                    row("CUB affine 1-D (float2)", n, 16.0 * n, cub_affine(pairs, reinterpret_cast<float2*>(out), n, s));
-                    cudaFree(pairs);
-                } else {
-                    row("CUB sum 1-D", n, 8.0 * n, cub_sum(bufs[0], out, n, s));
-                }
-                cudaFree(out);
+                double bytes = 0, sec = cub_on(*c.c, bufs, n, s, bytes);
+                row(leaves == 2 ? "CUB affine 1-D (float2)" : "CUB sum 1-D", n, bytes, sec);
             }
             for (float* p : bufs) cudaFree(p);
         }
@@ -347,23 +359,7 @@ int main(int argc, char** argv) {
         }
         double sec = time_median([&](cudaStream_t st) { exe->run(in, opts); }, s);
         Row r{name, 4.0 * n * (combine->num_leaves() + 1), sec, 0, 0, target};
-        if (shape.size() == 1) {  // CUB on the same 1-D data
-            float* out = nullptr;
-            BENCH_CHECK(cudaMalloc(&out, n * 8));
-            if (combine->num_leaves() == 2) {
-                float2* pairs = nullptr;
-                BENCH_CHECK(cudaMalloc(&pairs, n * 8));
-                BENCH_CHECK(cudaMemcpy2D(pairs, 8, bufs[0], 4, 4, n, cudaMemcpyDeviceToDevice));
-                BENCH_CHECK(cudaMemcpy2D(reinterpret_cast<char*>(pairs) + 4, 8, bufs[1], 4, 4, n, cudaMemcpyDeviceToDevice));
-                r.cub_seconds = cub_affine(pairs, reinterpret_cast<float2*>(out), n, s);
-                r.cub_bytes = 16.0 * n;
-                cudaFree(pairs);
-            } else {
-                r.cub_seconds = combine->name == "max" ? cub_max(bufs[0], out, n, s) : cub_sum(bufs[0], out, n, s);
-                r.cub_bytes = 8.0 * n;
-            }
-            cudaFree(out);
-        }
+        if (shape.size() == 1) r.cub_seconds = cub_on(*combine, bufs, n, s, r.cub_bytes);  // CUB, same data
         for (float* p : bufs) cudaFree(p);
         rows.push_back(r);
         std::printf("%-34s %8.1f us  %6.0f GB/s  %5.1f%% of copy\n", name.c_str(), sec * 1e6, r.bytes / sec / 1e9,
