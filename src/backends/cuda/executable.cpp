@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "cache.h"
 #include "driver.h"
@@ -190,6 +191,7 @@ private:
         unsigned threads, smem = 0;
         i64 blocks;
         CUfunction fn;
+        std::optional<std::pair<CUdeviceptr, StampsHeader>> stamps;  // where tile records go
         if (!s.is_scan) {
             threads = static_cast<unsigned>(k.tuning.map_threads);
             blocks = std::min<i64>(ceil_div(numel, threads), static_cast<i64>(exe_.sm_count_) * 32);
@@ -236,17 +238,16 @@ private:
             for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
                           len, inner, chunks, groups})
                 args.push_back(v);
+            if (fn == k.rows && k.tuning.stamps) {  // after the look-back words (A, P copies)
+                const i64 nw = stage_state_words(s), tile = i64{k.tuning.row_threads} * k.tuning.row_items;
+                stamps.emplace(status + static_cast<CUdeviceptr>(blocks * (1 + k.tuning.row_pcopies) * nw * 8),
+                               StampsHeader{blocks, chunks, outer, len, k.tuning.row_window, tile, nw});
+            }
         }
         void* params[] = {args.data()};
         SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, smem, stream_,
                  params, nullptr);
-        if (s.is_scan && fn == k.rows && k.tuning.stamps) {  // args end with status, ..., chunks, groups
-            const i64 nw = stage_state_words(s), len = shape[s.dim], chunks = args.end()[-2];
-            const i64 tile = i64{k.tuning.row_threads} * k.tuning.row_items;
-            const i64 records = args.end()[-9] + blocks * (1 + k.tuning.row_pcopies) * nw * 8;
-            dump_tile_stamps(static_cast<CUdeviceptr>(records),
-                             {blocks, chunks, blocks / chunks, len, k.tuning.row_window, tile, nw}, stream_);
-        }
+        if (stamps) dump_tile_stamps(stamps->first, stamps->second, stream_);
     }
 
     Tensor to_host(const DeviceView& v) {
