@@ -192,7 +192,9 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"affine rows", affine_combine(), {8192, 4096}, 1},
                  {"affine (2,4096,1024) d1", affine_combine(), {2, 4096, 1024}, 1},
                  {"affine 1-D", affine_combine(), {1ll << 28}, 0},
-                 {"sum 2^18 rows of 128", sum_combine(), {1 << 18, 128}, 1}};
+                 {"sum 2^18 rows of 128", sum_combine(), {1 << 18, 128}, 1},
+                 {"sum 2^21 rows of 16", sum_combine(), {1 << 21, 16}, 1},
+                 {"affine 2^16 rows of 500", affine_combine(), {1 << 16, 500}, 1}};
     const char* only = std::getenv("SWEEP_ONLY");
     std::vector<std::vector<std::string>> cells(n_tunings);
     std::vector<std::string> names;  // the cases run, in order

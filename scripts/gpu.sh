@@ -7,8 +7,8 @@
 # SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py;
 # SIZES=1 times every case at 4^k elements for the plot (OUTDIR/sizes.csv);
 # SWEEP="table rows=128x32,mb=4 ..." adds a tuning sweep whose results are checked (the
-# SCANC_CUDA_TUNING overrides of src/backends/cuda/tuning.h); NCU="CASE|KERNEL-REGEX;..." profiles
-# one launch of each such sweep case with Nsight Compute (stall reasons, occupancy, memory);
+# SCANC_CUDA_TUNING overrides of src/backends/cuda/tuning.h); NCU="CASE|KERNEL-REGEX[|TUNING];..."
+# profiles one launch of each such sweep case (under TUNING, default the table's) with Nsight Compute (stall reasons, occupancy, memory);
 # STAMPS="CASE[|TUNING];..." records where each look-back tile's time goes in one launch of the
 # sweep case (TUNING plus stamps=1; bench/lookback_stamps.py; records in OUTDIR/stamps-N.bin);
 # GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
@@ -66,11 +66,11 @@ if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then
   IFS=";" read -ra NCU_RUNS <<< "$NCU"
   for run in "${NCU_RUNS[@]}"; do
     log "ncu: $run"
-    IFS="|" read -r NCU_CASE NCU_KERNEL <<< "$run"
+    IFS="|" read -r NCU_CASE NCU_KERNEL NCU_TUNING <<< "$run"
     SWEEP_ONLY="$NCU_CASE" timeout ${NCU_TIMEOUT:-150} ncu --clock-control none -k regex:"$NCU_KERNEL" \
         --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
         --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-        $BUILD/gpu_bench --sweep table >> "$OUT/ncu.txt" 2>&1
+        $BUILD/gpu_bench --sweep "${NCU_TUNING:-table}" >> "$OUT/ncu.txt" 2>&1
     grep -vE "^==PROF==|^ *-+ *$" "$OUT/ncu.txt" | grep -E "scanc_|Duration|Throughput|Issued Warp|Eligible Warps|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|Theoretical Occ|stalled" | tail -14
   done
 fi

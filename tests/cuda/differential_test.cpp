@@ -383,6 +383,31 @@ program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
                       {{70001, 33}, {20011, 512}, {3001, 513}, {2003, 1000}, {1031, 4096}});
 }
 
+TEST_F(CudaDifferential, ShortRowsShareWarpsInLaneGroupsOfEveryWidth) {
+    // Rows of at most 16 x items share a warp, one per group of 2^lw lanes (1 to 16 lanes):
+    // lengths at and around every group's capacity (16 items a lane in the 1-word table),
+    // row counts that leave a warp's last groups idle, both directions, a non-commutative
+    // combine, and captured values read per row.
+    for (int n : {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257}) {
+        SCOPED_TRACE(n);
+        expect_rows_match(kRowScans, {{1, n}, {7, n}, {4099, n}});
+    }
+    auto program = parse_program(R"(
+combine smooth_max(x1 | x2; tau) { return tau * logaddexp(x1 / tau, x2 / tau) }
+program p(x: f32[N, T], tau: f32[N, 1]) {
+  y = scan smooth_max(x) dim=1 reverse with (tau)
+  return y
+}
+)");
+    Fill positive{false, 0.5, 2.0}, real{false, -3, 3};
+    for (auto [rows, n] : {std::pair{1000, 5}, {333, 40}, {65, 128}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{rows, n}));
+        expect_matches_reference(program,
+                                 {random_tensor(DType::F32, {rows, n}, rng, real), random_tensor(DType::F32, {rows, 1}, rng, positive)},
+                                 1e-4, 1e-4);
+    }
+}
+
 TEST_F(CudaDifferential, TicketedTilesMatch) {
     // Tile ids from the atomic ticket instead of the block index, in the look-back rows and the
     // cols kernels.

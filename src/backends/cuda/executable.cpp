@@ -208,7 +208,14 @@ private:
                 // it fits a warp's segment), no look-back.
                 smem = k.resident_smem;
                 chunks = 1;
-                i64 per_block = len <= 32 * t.res_items ? t.res_threads / 32 : 1;
+                // (scan_rows_resident in kernels.cpp: rows of at most 32 x items go one per group
+                // of 2^lw lanes, the fewest whose items hold a row)
+                i64 per_block = 1;
+                if (len <= 32 * t.res_items) {
+                    int lw = 5;
+                    while (t.res_groups && lw > 0 && (i64{t.res_items} << (lw - 1)) >= len) --lw;
+                    per_block = i64{t.res_threads / 32} << (5 - lw);
+                }
                 blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * k.resident_per_sm);
                 threads = static_cast<unsigned>(t.res_threads);
                 status_words = 0;

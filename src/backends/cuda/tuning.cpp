@@ -50,7 +50,7 @@ const Row kTable[] = {
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
                            "with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
-                           "tickets=0|1, nondet=0|1, stamps=0|1, e.g. rows=128x32,mb=4"));
+                           "rgroups=0|1, tickets=0|1, nondet=0|1, stamps=0|1, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
@@ -80,6 +80,7 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "cmb") t.col_min_blocks = number(value);
         else if (key == "res") pair(t.res_threads, t.res_items);
         else if (key == "rmb") t.res_min_blocks = number(value);
+        else if (key == "rgroups" && (value == "0" || value == "1")) t.res_groups = value == "1";
         else if (key == "tickets" && (value == "0" || value == "1")) t.tickets = value == "1";
         else if (key == "nondet" && (value == "0" || value == "1")) t.nondeterministic = value == "1";
         else if (key == "stamps" && (value == "0" || value == "1")) t.stamps = value == "1";
@@ -95,6 +96,7 @@ std::string Tuning::str() const {
     return cat("rows ", row_threads, "x", row_items, " w", row_window, " x", row_pcopies, ", cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
+               res_groups ? "" : " no groups",
                tickets ? ", tickets" : "", nondeterministic ? ", nondeterministic" : "",
                stamps ? ", stamps" : "");
 }

@@ -30,6 +30,9 @@ struct Tuning {
     int res_threads = 256;
     int res_items = 16;
     int res_min_blocks = 2;
+    // Rows of at most 16 x res_items share a warp in lane groups (false: a warp each, as a
+    // measurement of what the groups give).
+    bool res_groups = true;
     // Tile ids from an atomic ticket instead of blockIdx.x (forward progress that does not rely
     // on blocks starting in index order; costs a round trip before a tile's loads).
     bool tickets = false;
@@ -47,7 +50,7 @@ struct Tuning {
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
 // key=value with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N,
-// tickets=0|1, nondet=0|1, stamps=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
+// rgroups=0|1, tickets=0|1, nondet=0|1, stamps=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 
 // Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words

@@ -100,6 +100,7 @@ private:
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
              << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n"
              << "    static constexpr int RES_THREADS = " << tuning_.res_threads << ", RES_ITEMS = " << tuning_.res_items
+             << ";\n    static constexpr bool RES_GROUPS = " << (tuning_.res_groups ? "true" : "false")
              << ";\n    static constexpr bool TICKETS = " << (tuning_.tickets ? "true" : "false")
              << ", NONDET = " << (tuning_.nondeterministic ? "true" : "false")
              << ", STAMPS = " << (tuning_.stamps ? "true" : "false") << ";\n";

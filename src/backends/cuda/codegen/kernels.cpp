@@ -10,38 +10,45 @@ std::string_view cuda_kernels() {
     return R"CUDA(// ---- rows: scan along a dim with inner extent 1. Each warp owns a segment of 32 x IT
 // consecutive elements: loaded striped (coalesced), transposed through its shared-memory
 // segment so that each thread scans IT consecutive items, then stored striped again. ----
+// Short rows share a warp: its lanes split into groups of 2^lw (lw < 5), one row each, and a
+// group's part of the segment is its 2^lw x IT elements (lw = 5, the default: the whole warp).
 template <class K, int IT> using Segment = u32[K::NW][32 * IT + IT];  // padded: pad32
-// Lane l of a warp holds its segment's elements l, l + 32, ...: t0 = the lane's first one, and
-// item k is valid when 32 k < nval (32-bit compares; nval = min(end - t0, 32 IT) or 0).
-__device__ __forceinline__ int striped_valid(i64 t0, i64 end, int it) {
-    return t0 >= end ? 0 : (end - t0 >= 32 * it ? 32 * it : (int)(end - t0));
+// Lane l of a group of 2^lw holds its part's elements s, s + 2^lw, ... (s = l mod 2^lw):
+// t0 = the lane's first one, and item k is valid when (k << lw) < nval (32-bit compares;
+// nval = min(end - t0, IT << lw) or 0).
+__device__ __forceinline__ int striped_valid(i64 t0, i64 end, int it, int lw = 5) {
+    return t0 >= end ? 0 : (end - t0 >= ((i64)it << lw) ? it << lw : (int)(end - t0));
+}
+// Where item k of `lane` lies in the segment, striped (a group's part starts at group x part).
+__device__ __forceinline__ int striped_at(int k, int lane, int it, int lw) {
+    return (lane >> lw << lw) * it + (k << lw) + (lane & ((1 << lw) - 1));
 }
 template <class K, int IT>
 __device__ __forceinline__ void load_striped(const typename K::Args& a, const typename K::Ctx& x, i64 t0,
-                                             int nval, typename K::State (&items)[IT]) {
+                                             int nval, typename K::State (&items)[IT], int lw = 5) {
     typename K::Cur c = seek<K>(a, x, phys<K>(a.p, t0));
-    const auto s = steps<K>(a, K::REVERSE ? -32 : 32);
+    const auto s = steps<K>(a, K::REVERSE ? -(1 << lw) : 1 << lw);
     #pragma unroll
     for (int k = 0; k < IT; ++k) {
-        items[k] = k * 32 < nval ? K::load(c) : typename K::State{};
+        items[k] = (k << lw) < nval ? K::load(c) : typename K::State{};
         advance<K>(c, s);
     }
 }
-// Striped -> blocked, then the thread's inclusive scan of its nv valid items and the warp's
-// inclusive scan of thread totals: (ex, exh) is the lane's exclusive warp prefix, (tot, toth) on
-// lane 31 the warp's total.
+// Striped -> blocked, then the thread's inclusive scan of its nv valid items and the group's
+// inclusive scan of thread totals: (ex, exh) is the lane's exclusive group prefix, (tot, toth) on
+// the group's last lane the group's total.
 template <class K, int IT>
 __device__ __forceinline__ void scan_segment(Segment<K, IT>& sw, typename K::State (&items)[IT], int nv,
                                              const typename K::Cap& cap, typename K::State& ex, bool& exh,
-                                             typename K::State& tot, bool& toth) {
+                                             typename K::State& tot, bool& toth, int lw = 5) {
     typedef typename K::State S;
-    const int lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32, sub = lane & ((1 << lw) - 1);
     __syncwarp();  // the segment's previous readers are done
     #pragma unroll
     for (int k = 0; k < IT; ++k) {
         u32 w[K::NW]; K::to_words(items[k], w);
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) sw[j][pad32(k * 32 + lane)] = w[j];
+        for (int j = 0; j < K::NW; ++j) sw[j][pad32(striped_at(k, lane, IT, lw))] = w[j];
     }
     __syncwarp();
     #pragma unroll
@@ -63,12 +70,13 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT>& sw, typename K::Sta
     S v = agg;
     #pragma unroll
     for (int d = 1; d < 32; d *= 2) {
-        S o = shfl_state<K>(v, d, true);
-        bool oh = __shfl_up_sync(0xffffffffu, h, d);
-        if (lane >= d && oh) { v = h ? K::combine(o, v, cap) : o; h = true; }
+        if (d >> lw) break;
+        S o = shfl_state<K>(v, d, true, 1 << lw);
+        bool oh = __shfl_up_sync(0xffffffffu, h, d, 1 << lw);
+        if (sub >= d && oh) { v = h ? K::combine(o, v, cap) : o; h = true; }
     }
-    ex = shfl_state<K>(v, 1, true);
-    exh = __shfl_up_sync(0xffffffffu, h, 1) && lane > 0;
+    ex = shfl_state<K>(v, 1, true, 1 << lw);
+    exh = __shfl_up_sync(0xffffffffu, h, 1, 1 << lw) && sub > 0;
     tot = v;
     toth = h;
 }
@@ -77,7 +85,7 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT>& sw, typename K::Sta
 template <class K, int IT>
 __device__ __forceinline__ void store_segment(const typename K::Args& a, const typename K::Ctx& x,
                                               Segment<K, IT>& sw, typename K::State (&items)[IT], bool ph,
-                                              const typename K::State& pre, i64 t0, int nval) {
+                                              const typename K::State& pre, i64 t0, int nval, int lw = 5) {
     const int lane = threadIdx.x % 32;
     if (ph) {
         #pragma unroll
@@ -92,13 +100,13 @@ __device__ __forceinline__ void store_segment(const typename K::Args& a, const t
     }
     __syncwarp();
     typename K::Cur c = seek<K>(a, x, phys<K>(a.p, t0));
-    const auto s = steps<K>(a, K::REVERSE ? -32 : 32);
+    const auto s = steps<K>(a, K::REVERSE ? -(1 << lw) : 1 << lw);
     #pragma unroll
     for (int k = 0; k < IT; ++k) {
         u32 w[K::NW];
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][pad32(k * 32 + lane)];
-        if (k * 32 < nval) K::store(c, K::from_words(w));
+        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][pad32(striped_at(k, lane, IT, lw))];
+        if ((k << lw) < nval) K::store(c, K::from_words(w));
         advance<K>(c, s);
     }
 }
@@ -294,10 +302,12 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
 }
 
 // Rows that fit one tile (len <= RES_THREADS x RES_ITEMS): no look-back. A grid of resident
-// blocks strides over the rows and issues the next row's loads before scanning the current
-// one, so memory stays busy while a block scans and stores. Rows of at most 32 x RES_ITEMS
-// elements go one per warp, without block barriers.
-template <class K> __device__ void scan_rows_resident(const typename K::Args& a) {
+// blocks strides over the rows and issues the next rows' loads before scanning the current
+// ones, so memory stays busy while a block scans and stores. Rows of at most 32 x RES_ITEMS
+// elements go one per warp, without block barriers, and shorter ones one per group of 2^lw
+// lanes (the fewest whose RES_ITEMS items hold a row): 32 / 2^lw rows per warp at a time.
+// lw = LW, or computed when LW < 0 (scan_rows_resident picks).
+template <class K, int LW> __device__ void scan_rows_resident_groups(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int IT = K::RES_ITEMS, WARPS = K::RES_THREADS / 32, SEG = 32 * IT;
     Segment<K, IT>* xchg = reinterpret_cast<Segment<K, IT>*>(sc_dyn_smem);
@@ -306,28 +316,33 @@ template <class K> __device__ void scan_rows_resident(const typename K::Args& a)
     const ScanParams& p = a.p;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const bool per_warp = p.len <= SEG;  // uniform over the grid
-    const i64 step = per_warp ? (i64)gridDim.x * WARPS : (i64)gridDim.x;
+    int lw = LW;
+    if (LW < 0)
+        for (lw = 4; lw > 0 && ((i64)IT << (lw - 1)) >= p.len;) --lw;
+    const int group = lane >> lw, sub = lane & ((1 << lw) - 1);
+    const i64 rows_at_once = per_warp ? (i64)WARPS << (5 - lw) : 1;  // per block
+    const i64 step = (i64)gridDim.x * rows_at_once;
     const i64 wbase = per_warp ? 0 : (i64)warp * SEG;
-    const int nv = valid_items(wbase + (i64)lane * IT, p.len, IT), nval = striped_valid(wbase + lane, p.len, IT);
-    i64 row = per_warp ? (i64)blockIdx.x * WARPS + warp : (i64)blockIdx.x;
-    typename K::Ctx x;
+    const int nv = valid_items(wbase + (i64)sub * IT, p.len, IT), nval = striped_valid(wbase + sub, p.len, IT, lw);
+    // base: the first row of the warp (per_warp) or of the block, uniform over it, so that every
+    // lane runs every shuffle; a lane's row is base + group, idle past the last row.
+    i64 base = per_warp ? ((i64)blockIdx.x * WARPS + warp) << (5 - lw) : (i64)blockIdx.x;
+    auto load_row = [&](i64 row, typename K::Ctx& x, S (&items)[IT]) {
+        const bool live = row < p.outer;
+        if (live) K::row_base(a, row, 0, x);
+        load_striped<K, IT>(a, x, wbase + sub, live ? nval : 0, items, lw);
+    };
+    typename K::Ctx x{};
     S items[IT];
-    if (row < p.outer) {
-        K::row_base(a, row, 0, x);
-        load_striped<K, IT>(a, x, wbase + lane, nval, items);
-    }
-    // row is warp-uniform, and block-uniform unless per_warp, where no block barrier runs.
-    for (int parity = 0; row < p.outer; row += step, parity ^= 1) {
-        const i64 next = row + step;
-        typename K::Ctx xn;
+    if (base < p.outer) load_row(base + group, x, items);
+    for (int parity = 0; base < p.outer; base += step, parity ^= 1) {
+        const i64 row = base + group, next = row + step;
+        typename K::Ctx xn{};
         S nitems[IT];
-        if (next < p.outer) {
-            K::row_base(a, next, 0, xn);
-            load_striped<K, IT>(a, xn, wbase + lane, nval, nitems);
-        }
+        if (base + step < p.outer) load_row(next, xn, nitems);
         S ex, v, pre;
         bool exh, h, ph = false;
-        scan_segment<K, IT>(xchg[warp], items, nv, x.cap, ex, exh, v, h);
+        scan_segment<K, IT>(xchg[warp], items, row < p.outer ? nv : 0, x.cap, ex, exh, v, h, lw);
         if (!per_warp) {
             if (lane == 31) {
                 u32 w[K::NW]; K::to_words(v, w);
@@ -340,11 +355,18 @@ template <class K> __device__ void scan_rows_resident(const typename K::Args& a)
                 fold<K>(ph, pre, s_has[parity][w2], K::from_words(s_tot[parity][w2]), x.cap);
         }
         fold<K>(ph, pre, exh, ex, x.cap);
-        store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
+        store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + sub, row < p.outer ? nval : 0, lw);
         x = xn;
         #pragma unroll
         for (int k = 0; k < IT; ++k) items[k] = nitems[k];
     }
+}
+
+// Whole warps with their width known at compile time; narrower groups with it known at run
+// time (one more instantiation: one per width would nearly double NVRTC's time).
+template <class K> __device__ void scan_rows_resident(const typename K::Args& a) {
+    if (!K::RES_GROUPS || a.p.len > (i64)K::RES_ITEMS << 4) scan_rows_resident_groups<K, 5>(a);
+    else scan_rows_resident_groups<K, -1>(a);
 }
 
 // ---- cols: scan along a dim with inner extent > 1. A tile is [WARPS*ROWS steps x 32 lanes];

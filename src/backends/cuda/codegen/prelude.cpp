@@ -202,12 +202,14 @@ template <class K> __device__ __forceinline__ void fold(bool& h, typename K::Sta
                                                        const typename K::Cap& cap) {
     if (oh) { acc = h ? K::combine(acc, o, cap) : o; h = true; }
 }
-template <class K> __device__ __forceinline__ typename K::State shfl_state(const typename K::State& s, int delta, bool up) {
+template <class K>
+__device__ __forceinline__ typename K::State shfl_state(const typename K::State& s, int delta, bool up, int width = 32) {
     u32 w[K::NW];
     K::to_words(s, w);
     #pragma unroll
     for (int j = 0; j < K::NW; ++j)
-        w[j] = up ? __shfl_up_sync(0xffffffffu, w[j], delta) : __shfl_down_sync(0xffffffffu, w[j], delta);
+        w[j] = up ? __shfl_up_sync(0xffffffffu, w[j], delta, width)
+                  : __shfl_down_sync(0xffffffffu, w[j], delta, width);
     return K::from_words(w);
 }
 // A window of look-back words, loaded in two steps so that the loads travel while the tile does
