@@ -56,8 +56,8 @@ void expect_exact_two_leaf_scan(const CombineRef& f, DType t, std::vector<std::i
     random_signs(in.storage[0], rng);
     ProgramRef p = scan_program(f, t, static_cast<int>(sizes.size()), dim, reverse, epilogue);
     expect_bitwise(p, in,
-                   cat(f->name, " ", t, " n=", sizes.back(), " dim=", dim, " reverse=", reverse,
-                       " epilogue=", epilogue),
+                   cat(f->name, " ", t, " ", sizes.front(), "x", sizes.back(), " dim=", dim,
+                       " reverse=", reverse, " epilogue=", epilogue),
                    thread_counts);
 }
 
@@ -89,34 +89,45 @@ TEST(CpuWideLanes, FloatCombinesWriteTheCarryRowAndTheOutputInOneOpAndIntegerOne
 }
 
 // Lines too short for streaming run the broadcast combine without streaming stores; the longer
-// ones (>= 16 MiB of outputs) are chained fix-ups of 128 lanes with more than one block per
-// thread (about 96K steps per block).
+// ones (>= 16 MiB of outputs: 2^21 f32 steps and more with two outputs) are chained fix-ups of
+// 128 lanes with more than one block per thread (about 96K steps per block). The large sizes
+// run once per combine order and direction at 2^21 + 3 (the smallest streaming size class, 22
+// blocks), and once each at 2^22 - 1 and in f64: every path and size class, not every product
+// of them (the ASan stage of CI spent 47 s here).
 TEST(CpuWideLanes, OneDimensionalLinesAreExactForAwkwardLengthsBothCombineOrdersAndDirections) {
     std::mt19937_64 rng(81);
     for (std::int64_t n : {0, 1, 2, 97, 65535, 65537})
         for (bool reverse : {false, true})
             for (const CombineRef& f : {affine_combine(), affine_reversed()})
                 expect_exact_two_leaf_scan(f, DType::F32, {n}, 0, reverse, false, rng);
-    for (std::int64_t n : {(1 << 21) + 3, (1 << 22) - 1})
-        for (bool reverse : {false, true})
-            for (const CombineRef& f : {affine_combine(), affine_reversed()})
-                expect_exact_two_leaf_scan(f, DType::F32, {n}, 0, reverse, false, rng, {1, 2, 3});
     for (bool reverse : {false, true})
-        expect_exact_two_leaf_scan(affine_reversed(), DType::F64, {(1 << 20) + 1}, 0, reverse,
-                                   false, rng, {1, 2});
+        for (const CombineRef& f : {affine_combine(), affine_reversed()})
+            expect_exact_two_leaf_scan(f, DType::F32, {(1 << 21) + 3}, 0, reverse, false, rng,
+                                       {1, 3});
+    expect_exact_two_leaf_scan(affine_combine(), DType::F32, {(1 << 22) - 1}, 0, true, false, rng,
+                               {2});
+    expect_exact_two_leaf_scan(affine_reversed(), DType::F64, {(1 << 20) + 1}, 0, true, false, rng,
+                               {2});
 }
 
-// 2053 x 2053 f32 (16.9 MB per output): along dim 1 the lanes are strided rows in groups of
-// 128; along dim 0 they are contiguous and the combine's tee writes carry and output, next to
-// an epilogue's output that still goes through a staging row.
+// Along dim 1 the lanes are strided rows in groups of 128; along dim 0 they are contiguous and
+// the combine's tee writes carry and output, next to an epilogue's output that still goes
+// through a staging row. Each case is just above the streaming threshold (16 MiB of outputs):
+// 2053 x 2053 f32 with an epilogue (one output), 1031 x 2053 without (two). Each dim runs
+// forward with one of (epilogue, no epilogue) and reversed with the other, so every dim meets
+// both directions and both kinds of output (the ASan stage of CI spent 77 s on all 8
+// combinations at 2053 x 2053 with 3 thread counts).
 TEST(CpuWideLanes, LargeTwoDimensionalScansAreExactAlongEitherDimWithAndWithoutAnEpilogue) {
     std::mt19937_64 rng(82);
     for (int dim : {0, 1})
-        for (bool reverse : {false, true})
-            for (bool epilogue : {false, true})
-                expect_exact_two_leaf_scan(affine_combine(), DType::F32, {2053, 2053}, dim, reverse,
-                                           epilogue, rng, {1, 2, 3});
-    expect_exact_two_leaf_scan(affine_reversed(), DType::F64, {1031, 2053}, 0, false, false, rng,
+        for (bool reverse : {false, true}) {
+            bool epilogue = reverse == (dim == 1);
+            std::vector<std::int64_t> sizes{epilogue ? 2053 : 1031, 2053};
+            if (dim == 1) std::swap(sizes[0], sizes[1]);
+            expect_exact_two_leaf_scan(affine_combine(), DType::F32, sizes, dim, reverse, epilogue,
+                                       rng, {1, 3});
+        }
+    expect_exact_two_leaf_scan(affine_reversed(), DType::F64, {1031, 1031}, 0, false, false, rng,
                                {2});
 }
 
