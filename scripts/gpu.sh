@@ -8,7 +8,8 @@
 # SIZES=1 times every case at 4^k elements for the plot (OUTDIR/sizes.csv);
 # SWEEP="table rows=128x32,mb=4 ..." adds a tuning sweep whose results are checked (the
 # SCANC_CUDA_TUNING overrides of src/backends/cuda/tuning.h); NCU="CASE|KERNEL-REGEX[|TUNING];..."
-# profiles one launch of each such sweep case (under TUNING, default the table's) with Nsight Compute (stall reasons, occupancy, memory);
+# profiles one launch of each such sweep case (under TUNING, default the table's) with Nsight
+# Compute (stall reasons, occupancy, memory);
 # STAMPS="CASE[|TUNING];..." records where each look-back tile's time goes in one launch of the
 # sweep case (TUNING plus stamps=1; bench/lookback_stamps.py; records in OUTDIR/stamps-N.bin);
 # GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,

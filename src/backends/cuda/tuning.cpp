@@ -96,7 +96,7 @@ std::string Tuning::str() const {
     return cat("rows ", row_threads, "x", row_items, " w", row_window, " x", row_pcopies, ", cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
-               res_groups ? "" : " no groups",
+               res_groups ? "" : ", no lane groups",
                tickets ? ", tickets" : "", nondeterministic ? ", nondeterministic" : "",
                stamps ? ", stamps" : "");
 }

@@ -49,8 +49,9 @@ struct Tuning {
 
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
-// key=value with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N,
-// rgroups=0|1, tickets=0|1, nondet=0|1, stamps=0|1 (e.g. "rows=128x32,mb=4"); RuntimeError if it does not parse.
+// key=value with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
+// res=TxI, rmb=N, rgroups=0|1, tickets=0|1, nondet=0|1, stamps=0|1 (e.g. "rows=128x32,mb=4");
+// RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 
 // Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words
