@@ -245,10 +245,10 @@ private:
             for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
                           len, inner, chunks, groups})
                 args.push_back(v);
-            if (fn == k.rows && k.tuning.stamps) {  // after the look-back words (A, P copies)
-                const i64 nw = stage_state_words(s), tile = i64{k.tuning.row_threads} * k.tuning.row_items;
-                stamps.emplace(status + static_cast<CUdeviceptr>(blocks * (1 + k.tuning.row_pcopies) * nw * 8),
-                               StampsHeader{blocks, chunks, outer, len, k.tuning.row_window, tile, nw});
+            if (fn == k.rows && t.stamps) {  // after the look-back words (A, P copies)
+                const i64 tile = i64{t.row_threads} * t.row_items;
+                stamps.emplace(status + static_cast<CUdeviceptr>(blocks * (1 + t.row_pcopies) * nw * 8),
+                               StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
             }
         }
         void* params[] = {args.data()};
