@@ -194,7 +194,13 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"affine 1-D", affine_combine(), {1ll << 28}, 0},
                  {"sum 2^18 rows of 128", sum_combine(), {1 << 18, 128}, 1},
                  {"sum 2^21 rows of 16", sum_combine(), {1 << 21, 16}, 1},
-                 {"affine 2^16 rows of 500", affine_combine(), {1 << 16, 500}, 1}};
+                 {"affine 2^16 rows of 500", affine_combine(), {1 << 16, 500}, 1},
+                 {"sum 2^17 rows of 600", sum_combine(), {1 << 17, 600}, 1},
+                 {"sum 2^16 rows of 1000", sum_combine(), {1 << 16, 1000}, 1},
+                 {"sum 2^15 rows of 2048", sum_combine(), {1 << 15, 2048}, 1},
+                 {"affine 2^15 rows of 2048", affine_combine(), {1 << 15, 2048}, 1},
+                 {"sum 2048x2^15", sum_combine(), {2048, 1 << 15}, 1},
+                 {"affine 256x2^20", affine_combine(), {256, 1 << 20}, 1}};
     const char* only = std::getenv("SWEEP_ONLY");
     std::vector<std::vector<std::string>> cells(n_tunings);
     std::vector<std::string> names;  // the cases run, in order

@@ -45,8 +45,12 @@ rm -rf "$SCANC_CACHE_DIR"/*
 TESTS=0
 if [ -z "${SKIP_TESTS:-}" ]; then
   log "differential tests (cuda vs reference)"
-  timeout ${TEST_TIMEOUT:-400} $BUILD/tests/cuda/cuda_test --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40
-  TESTS=${PIPESTATUS[0]}
+  # The full log (each test as it ends) shows where a timeout struck; the console gets failures.
+  timeout ${TEST_TIMEOUT:-400} stdbuf -oL $BUILD/tests/cuda/cuda_test > "$OUT/tests.log" 2>&1
+  TESTS=$?
+  [ $TESTS = 124 ] && { echo "tests timed out in:"; tail -3 "$OUT/tests.log"; }
+  grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|Failure|PASSED|tests ran" "$OUT/tests.log" | grep -v "^\[ *OK" | tail -40
+  grep -E "^\[ +OK +\]" "$OUT/tests.log" | sort -t'(' -k2 -n -r | head -5
 fi
 
 log "benchmark"

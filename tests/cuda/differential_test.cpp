@@ -334,7 +334,7 @@ TEST_F(CudaDifferential, TileStampsRecordEveryTileOfALaunchInPhaseOrder) {
     for (std::uint64_t t = 0; t < tiles; ++t) {
         const std::uint64_t* r = &rec[t * 8];
         EXPECT_LE(r[0], r[2]) << "tile " << t << " ends after its dispatch";
-        EXPECT_EQ(r[7] & 0xffffffffu, t % chunks) << "tile " << t;
+        EXPECT_EQ(r[7] & 0xffffffffu, t / 3) << "tile " << t;  // chunk-major: 3 rows per chunk
         const std::uint64_t stored = r[6] >> 32, loaded = r[3] >> 32;
         EXPECT_LE(loaded, stored) << "tile " << t;
     }
@@ -343,8 +343,8 @@ TEST_F(CudaDifferential, TileStampsRecordEveryTileOfALaunchInPhaseOrder) {
 
 TEST_F(CudaDifferential, RowTilesBeyondStaticSharedMemoryMatch) {
     // 256 x 32 items of a 2-word state: a 67 KB transpose, past the 48 KB static limit, so the
-    // launch opts in to dynamic shared memory, in the look-back rows kernel (8193, 40961) and
-    // the resident one (8191).
+    // launch opts in to dynamic shared memory, in the look-back rows kernel (8191, 8193, 40961)
+    // and the resident one (1000: rows of up to 32 x 32 go one per warp).
     TuningOverride tuning("rows=256x32,mb=2,res=256x32,rmb=1");
     auto program = parse_program(R"(
 combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
@@ -356,7 +356,7 @@ program p(a: f32[M, N], b: f32[M, N], x: i64[M, N]) {
 }
 )");
     Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
-    for (auto [m, n] : {std::pair{1, 1}, {2, 8191}, {3, 8193}, {2, 40961}}) {
+    for (auto [m, n] : {std::pair{1, 1}, {5, 1000}, {2, 8191}, {3, 8193}, {2, 40961}}) {
         SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
         expect_matches_reference(program,
                                  {random_tensor(DType::F32, {m, n}, rng, coefficient),
@@ -367,9 +367,10 @@ program p(a: f32[M, N], b: f32[M, N], x: i64[M, N]) {
 }
 
 TEST_F(CudaDifferential, ManyShortRowsMatchAcrossResidentGridIterations) {
-    // More rows than the resident grid holds at once, so each block or warp scans several rows
-    // and prefetches the next: rows of at most 32 x items go one per warp (33, 512), longer
-    // ones one per block (513, 1000, 4096), both directions.
+    // More rows than the resident grid holds at once, so each warp scans several rows and
+    // prefetches the next: rows of at most 32 x items go one per warp (33, 512, 1000 and 1024 in
+    // the 1-word table, 33 and 512 in the 2-word one); longer ones (513, 1025, 4096) one per
+    // look-back tile; both directions.
     expect_rows_match(R"(
 combine add(a | b) { return a + b }
 combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
@@ -380,15 +381,26 @@ program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
   return s, r, pb
 }
 )",
-                      {{70001, 33}, {20011, 512}, {3001, 513}, {2003, 1000}, {1031, 4096}});
+                      {{70001, 33}, {20011, 512}, {3001, 513}, {2003, 1000}, {2001, 1024}, {1999, 1025},
+                       {1031, 4096}});
+}
+
+TEST_F(CudaDifferential, RowsOfSeveralTilesMatchInEitherTileOrder) {
+    // Tiles of 64 x 4 and windows of 32, so that rows of 1000 and more span several tiles and
+    // windows: chunk-major order (the default: the rows' chains side by side) and row-major.
+    for (const char* tuning : {"rows=64x4,window=32,cmajor=1", "rows=64x4,window=32,cmajor=0"}) {
+        SCOPED_TRACE(tuning);
+        TuningOverride override_tuning(tuning);
+        expect_rows_match(kRowScans, {{1000, 1000}, {3, 65537}, {129, 40961}, {1, 12289}});
+    }
 }
 
 TEST_F(CudaDifferential, ShortRowsShareWarpsInLaneGroupsOfEveryWidth) {
     // Rows of at most 16 x items share a warp, one per group of 2^lw lanes (1 to 16 lanes):
-    // lengths at and around every group's capacity (16 items a lane in the 1-word table),
-    // row counts that leave a warp's last groups idle, both directions, a non-commutative
-    // combine, and captured values read per row.
-    for (int n : {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257}) {
+    // lengths at and around every group's capacity (32 items a lane in the 1-word table, 16 in
+    // the 2-word one), row counts that leave a warp's last groups idle, both directions, a
+    // non-commutative combine, and captured values read per row.
+    for (int n : {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 511, 512, 513}) {
         SCOPED_TRACE(n);
         expect_rows_match(kRowScans, {{1, n}, {7, n}, {4099, n}});
     }

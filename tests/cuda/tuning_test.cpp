@@ -17,7 +17,7 @@ struct Env {
 TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     Tuning table = choose_tuning(2, 90);
     Env env("rows=64x8,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
-            "nondet=1,stamps=1");
+            "nondet=1,stamps=1,cmajor=0");
     Tuning t = choose_tuning(2, 90);
     EXPECT_EQ(t.row_threads, 64);
     EXPECT_EQ(t.row_items, 8);
@@ -32,6 +32,7 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_EQ(t.res_items, 4);
     EXPECT_EQ(t.res_min_blocks, 7);
     EXPECT_FALSE(t.res_groups);
+    EXPECT_FALSE(t.chunk_major);
     EXPECT_TRUE(t.tickets);
     EXPECT_TRUE(t.nondeterministic);
     EXPECT_TRUE(t.stamps);
@@ -50,7 +51,7 @@ TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
 }
 
 TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
-    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "nondet=yes", "stamps=on", "pcopies=33", "256,16,256"}) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "256,16,256"}) {
         SCOPED_TRACE(bad);
         Env env(bad);
         try {

@@ -203,19 +203,15 @@ private:
             int nw = stage_state_words(s);
             i64 chunks, groups = 1, status_words;
             const Tuning& t = k.tuning;
-            if (inner == 1 && len <= static_cast<i64>(t.res_threads) * t.res_items) {
-                // One tile per row: a resident grid strides over the rows (a row per warp when
-                // it fits a warp's segment), no look-back.
+            if (inner == 1 && len <= 32 * i64{t.res_items}) {
+                // A row fits a warp's segment: a resident grid strides over the rows, one per
+                // group of 2^lw lanes (the fewest whose items hold it; scan_rows_resident in
+                // kernels.cpp), no look-back.
                 smem = k.resident_smem;
                 chunks = 1;
-                // (scan_rows_resident in kernels.cpp: rows of at most 32 x items go one per group
-                // of 2^lw lanes, the fewest whose items hold a row)
-                i64 per_block = 1;
-                if (len <= 32 * t.res_items) {
-                    int lw = 5;
-                    while (t.res_groups && lw > 0 && (i64{t.res_items} << (lw - 1)) >= len) --lw;
-                    per_block = i64{t.res_threads / 32} << (5 - lw);
-                }
+                int lw = 5;
+                while (t.res_groups && lw > 0 && (i64{t.res_items} << (lw - 1)) >= len) --lw;
+                const i64 per_block = i64{t.res_threads / 32} << (5 - lw);
                 blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * k.resident_per_sm);
                 threads = static_cast<unsigned>(t.res_threads);
                 status_words = 0;

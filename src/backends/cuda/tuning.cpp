@@ -37,8 +37,10 @@ const Row kTable[] = {
     // states spill at 8), cols tiles of 8 warps x 32 steps at 2 blocks/SM with a window of 4,
     // resident rows of 256x16 (3 blocks/SM for 4-byte states, 2 for 8-byte). 4-byte states
     // publish 8 copies of each window end's prefix (third session: sum 1-D 64.9 -> 67.5%;
-    // 8-byte states lost 2 points with copies).
-    {1, 90, with_pcopies(entry(128, 32, 128, 8, 32, 4, 8, 2, 256, 16, 3), 8)},
+    // 8-byte states lost 2 points with copies), and their resident rows are 128x32, so rows of
+    // up to 1024 take a warp each (fifth session: rows of 600 / 1000 from 20 / 34% to 76 /
+    // 91%, rows of 128 66 -> 62%, rows of 16 15 -> 26%).
+    {1, 90, with_pcopies(entry(128, 32, 128, 8, 32, 4, 8, 2, 128, 32, 3), 8)},
     {2, 90, entry(128, 32, 64, 8, 32, 4, 4, 2, 256, 16, 2)},
     {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
     {2, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 8, 2)},
@@ -50,7 +52,7 @@ const Row kTable[] = {
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
                            "with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
-                           "rgroups=0|1, tickets=0|1, nondet=0|1, stamps=0|1, e.g. rows=128x32,mb=4"));
+                           "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
@@ -80,6 +82,7 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "cmb") t.col_min_blocks = number(value);
         else if (key == "res") pair(t.res_threads, t.res_items);
         else if (key == "rmb") t.res_min_blocks = number(value);
+        else if (key == "cmajor" && (value == "0" || value == "1")) t.chunk_major = value == "1";
         else if (key == "rgroups" && (value == "0" || value == "1")) t.res_groups = value == "1";
         else if (key == "tickets" && (value == "0" || value == "1")) t.tickets = value == "1";
         else if (key == "nondet" && (value == "0" || value == "1")) t.nondeterministic = value == "1";
@@ -97,6 +100,7 @@ std::string Tuning::str() const {
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
                res_groups ? "" : ", no lane groups",
+               chunk_major ? "" : ", row-major tiles",
                tickets ? ", tickets" : "", nondeterministic ? ", nondeterministic" : "",
                stamps ? ", stamps" : "");
 }

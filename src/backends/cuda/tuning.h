@@ -15,6 +15,9 @@ struct Tuning {
     // Copies of each window end's inclusive prefix, in separate arrays: the tiles of a window
     // poll them in turn, so their polls spread over several places in L2.
     int row_pcopies = 1;
+    // Look-back tiles in chunk-major order (chunk c of every row before chunk c + 1 of any), so
+    // that the rows' look-back chains advance side by side (false: row-major, as a measurement).
+    bool chunk_major = true;
     // cols (inner extent > 1): tiles of [col_warps x col_rows steps] x 32 lanes.
     int col_warps = 8;
     int col_rows = 16;
@@ -25,8 +28,9 @@ struct Tuning {
     // The same for the cols kernel; 0: min_blocks.
     int col_min_blocks = 0;
     int cols_min_blocks() const { return col_min_blocks ? col_min_blocks : min_blocks; }
-    // Resident rows kernel (rows of at most res_threads x res_items elements, no look-back): a
-    // grid of resident blocks, each prefetching its next row; its own registers budget.
+    // Resident rows kernel (rows of at most 32 x res_items elements, a warp's segment; no
+    // look-back): a grid of resident blocks whose warps prefetch their next rows; its own
+    // registers budget. Longer rows take the look-back rows kernel.
     int res_threads = 256;
     int res_items = 16;
     int res_min_blocks = 2;
@@ -50,7 +54,7 @@ struct Tuning {
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
 // key=value with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
-// res=TxI, rmb=N, rgroups=0|1, tickets=0|1, nondet=0|1, stamps=0|1 (e.g. "rows=128x32,mb=4");
+// res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1 (e.g. "rows=128x32,mb=4");
 // RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 

@@ -97,6 +97,7 @@ private:
              << "    static constexpr int ROW_THREADS = " << tuning_.row_threads
              << ", ROW_ITEMS = " << tuning_.row_items << ", ROW_WINDOW = " << tuning_.row_window
              << ", ROW_PCOPIES = " << tuning_.row_pcopies
+             << ";\n    static constexpr bool ROW_CHUNK_MAJOR = " << (tuning_.chunk_major ? "true" : "false")
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
              << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n"
              << "    static constexpr int RES_THREADS = " << tuning_.res_threads << ", RES_ITEMS = " << tuning_.res_items

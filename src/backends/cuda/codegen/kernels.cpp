@@ -172,7 +172,11 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     const ScanParams& p = a.p;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TileStamps<K::STAMPS> stamp;
-    const i64 tile = tile_id<K>(p), row = tile / p.chunks, chunk = tile % p.chunks;
+    // Chunk-major order (ROW_CHUNK_MAJOR): chunk c of every row before chunk c + 1 of any, so
+    // that several rows' look-back chains advance side by side, each `outer` tiles apart.
+    const i64 tile = tile_id<K>(p);
+    const i64 row = K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks;
+    const i64 chunk = K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks;
     stamp.start();
     const i64 start = chunk * TILE, end = start + TILE < p.len ? start + TILE : p.len;
     typename K::Ctx x;
@@ -185,7 +189,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     const bool lookback = warp == 0 && chunk > 0;
     const i64 ws = chunk / W * W;
     const int nwin = lookback && chunk - ws > lane ? (int)((chunk - ws - lane + 31) / 32) : 0;
-    u64* const a_row = p.status + (u64)(tile - chunk) * K::NW;
+    u64* const a_row = p.status + (u64)(row * p.chunks) * K::NW;
     u64* const p_row = a_row + (u64)p.outer * p.chunks * K::NW;
     auto a_of = [&](int j) { return a_row + (u64)(ws + j * 32 + lane) * K::NW; };
     // Copy j of a window end's P lies (outer x chunks x NW) x j words past p_row, so that the
@@ -301,61 +305,46 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     stamp.write(p.status + lookback_words + (u64)tile * 8, (u32)chunk, (u32)(chunk - ws));
 }
 
-// Rows that fit one tile (len <= RES_THREADS x RES_ITEMS): no look-back. A grid of resident
-// blocks strides over the rows and issues the next rows' loads before scanning the current
-// ones, so memory stays busy while a block scans and stores. Rows of at most 32 x RES_ITEMS
-// elements go one per warp, without block barriers, and shorter ones one per group of 2^lw
-// lanes (the fewest whose RES_ITEMS items hold a row): 32 / 2^lw rows per warp at a time.
-// lw = LW, or computed when LW < 0 (scan_rows_resident picks).
+// Rows that fit a warp's segment (len <= 32 x RES_ITEMS): no look-back and no block barriers.
+// A grid of resident blocks strides over the rows and issues the next rows' loads before
+// scanning the current ones, so memory stays busy while a warp scans and stores. A row goes to
+// a group of 2^lw lanes (the fewest whose RES_ITEMS items hold it): 32 / 2^lw rows per warp at a
+// time. lw = LW, or computed when LW < 0 (scan_rows_resident picks). Longer rows take the
+// look-back kernel, one tile each while they fit one (faster than a resident block per row:
+// docs/benchmarks.md, fifth session).
 template <class K, int LW> __device__ void scan_rows_resident_groups(const typename K::Args& a) {
     typedef typename K::State S;
-    constexpr int IT = K::RES_ITEMS, WARPS = K::RES_THREADS / 32, SEG = 32 * IT;
+    constexpr int IT = K::RES_ITEMS, WARPS = K::RES_THREADS / 32;
     Segment<K, IT>* xchg = reinterpret_cast<Segment<K, IT>*>(sc_dyn_smem);
-    __shared__ u32 s_tot[2][WARPS][K::NW];  // double-buffered: one barrier per row
-    __shared__ int s_has[2][WARPS];
     const ScanParams& p = a.p;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const bool per_warp = p.len <= SEG;  // uniform over the grid
     int lw = LW;
     if (LW < 0)
         for (lw = 4; lw > 0 && ((i64)IT << (lw - 1)) >= p.len;) --lw;
     const int group = lane >> lw, sub = lane & ((1 << lw) - 1);
-    const i64 rows_at_once = per_warp ? (i64)WARPS << (5 - lw) : 1;  // per block
-    const i64 step = (i64)gridDim.x * rows_at_once;
-    const i64 wbase = per_warp ? 0 : (i64)warp * SEG;
-    const int nv = valid_items(wbase + (i64)sub * IT, p.len, IT), nval = striped_valid(wbase + sub, p.len, IT, lw);
-    // base: the first row of the warp (per_warp) or of the block, uniform over it, so that every
-    // lane runs every shuffle; a lane's row is base + group, idle past the last row.
-    i64 base = per_warp ? ((i64)blockIdx.x * WARPS + warp) << (5 - lw) : (i64)blockIdx.x;
+    const i64 step = (i64)gridDim.x * WARPS << (5 - lw);
+    const int nv = valid_items((i64)sub * IT, p.len, IT), nval = striped_valid(sub, p.len, IT, lw);
+    // base: the warp's first row, uniform over it, so that every lane runs every shuffle; a
+    // lane's row is base + group, idle past the last row.
+    i64 base = ((i64)blockIdx.x * WARPS + warp) << (5 - lw);
     auto load_row = [&](i64 row, typename K::Ctx& x, S (&items)[IT]) {
         const bool live = row < p.outer;
         if (live) K::row_base(a, row, 0, x);
-        load_striped<K, IT>(a, x, wbase + sub, live ? nval : 0, items, lw);
+        load_striped<K, IT>(a, x, sub, live ? nval : 0, items, lw);
     };
     typename K::Ctx x{};
     S items[IT];
     if (base < p.outer) load_row(base + group, x, items);
-    for (int parity = 0; base < p.outer; base += step, parity ^= 1) {
-        const i64 row = base + group, next = row + step;
+    for (; base < p.outer; base += step) {
+        const i64 row = base + group;
         typename K::Ctx xn{};
         S nitems[IT];
-        if (base + step < p.outer) load_row(next, xn, nitems);
+        if (base + step < p.outer) load_row(row + step, xn, nitems);
         S ex, v, pre;
         bool exh, h, ph = false;
         scan_segment<K, IT>(xchg[warp], items, row < p.outer ? nv : 0, x.cap, ex, exh, v, h, lw);
-        if (!per_warp) {
-            if (lane == 31) {
-                u32 w[K::NW]; K::to_words(v, w);
-                #pragma unroll
-                for (int j = 0; j < K::NW; ++j) s_tot[parity][warp][j] = w[j];
-                s_has[parity][warp] = h;
-            }
-            __syncthreads();
-            for (int w2 = 0; w2 < warp; ++w2)
-                fold<K>(ph, pre, s_has[parity][w2], K::from_words(s_tot[parity][w2]), x.cap);
-        }
         fold<K>(ph, pre, exh, ex, x.cap);
-        store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + sub, row < p.outer ? nval : 0, lw);
+        store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, sub, row < p.outer ? nval : 0, lw);
         x = xn;
         #pragma unroll
         for (int k = 0; k < IT; ++k) items[k] = nitems[k];
