@@ -40,6 +40,26 @@ protected:
                                      1e-4, 1e-5);
         }
     }
+
+    // A reverse smooth max along the rows of x: f32[rows, n] whose temperature tau: f32[rows, 1]
+    // is a captured value read per row, against the reference.
+    void expect_captured_rows_match(std::initializer_list<std::pair<int, int>> shapes) {
+        auto program = parse_program(R"(
+combine smooth_max(x1 | x2; tau) { return tau * logaddexp(x1 / tau, x2 / tau) }
+program p(x: f32[N, T], tau: f32[N, 1]) {
+  y = scan smooth_max(x) dim=1 reverse with (tau)
+  return y
+}
+)");
+        Fill positive{false, 0.5, 2.0}, real{false, -3, 3};
+        for (auto [rows, n] : shapes) {
+            SCOPED_TRACE(::testing::PrintToString(std::pair{rows, n}));
+            expect_matches_reference(program,
+                                     {random_tensor(DType::F32, {rows, n}, rng, real),
+                                      random_tensor(DType::F32, {rows, 1}, rng, positive)},
+                                     1e-4, 1e-4);
+        }
+    }
 };
 
 // Sums both ways and the affine recurrence along the rows of x, a, b.
@@ -80,7 +100,7 @@ program p(x: i32[M, N]) {
   return y, z
 }
 )");
-    for (auto [m, n] : {std::pair{1, 1}, {3, 4097}, {130, 33}, {2, 1 << 20}, {5000, 3}}) {
+    for (auto [m, n] : {std::pair{1, 1}, {3, 4097}, {5, 1500}, {130, 33}, {2, 1 << 20}, {5000, 3}}) {
         SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
         expect_matches_reference(program, {random_tensor(DType::I32, {m, n}, rng)});
     }
@@ -369,8 +389,9 @@ program p(a: f32[M, N], b: f32[M, N], x: i64[M, N]) {
 TEST_F(CudaDifferential, ManyShortRowsMatchAcrossResidentGridIterations) {
     // More rows than the resident grid holds at once, so each warp scans several rows and
     // prefetches the next: rows of at most 32 x items go one per warp (33, 512, 1000 and 1024 in
-    // the 1-word table, 33 and 512 in the 2-word one); longer ones (513, 1025, 4096) one per
-    // look-back tile; both directions.
+    // the 1-word table, 33 and 512 in the 2-word one); longer ones go to the look-back kernel,
+    // several to a tile while they need at most half of it (513, 1000, 1024 and 1025 in the
+    // 2-word table, 1025 in the 1-word one) or one each (4096); both directions.
     expect_rows_match(R"(
 combine add(a | b) { return a + b }
 combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
@@ -383,6 +404,19 @@ program p(x: f32[M, N], a: f32[M, N], b: f32[M, N]) {
 )",
                       {{70001, 33}, {20011, 512}, {3001, 513}, {2003, 1000}, {2001, 1024}, {1999, 1025},
                        {1031, 4096}});
+}
+
+TEST_F(CudaDifferential, RowsOfAFewSegmentsShareALookBackTile) {
+    // Tiles of 128 x 32 (4 warps of 1024-element segments): rows longer than a warp's resident
+    // segment that need 1 or 2 warps go 4 or 2 to a tile (lengths around 512, 1024 and 2048),
+    // longer ones one to a tile; row counts that leave the last tile's rows partly idle; a
+    // captured value per row.
+    TuningOverride tuning("rows=128x32,res=256x16");
+    for (int n : {513, 700, 1023, 1024, 1025, 1500, 2047, 2048, 2049, 4096}) {
+        SCOPED_TRACE(n);
+        expect_rows_match(kRowScans, {{1, n}, {3, n}, {1029, n}});
+    }
+    expect_captured_rows_match({{333, 600}, {65, 1500}});
 }
 
 TEST_F(CudaDifferential, RowsOfSeveralTilesMatchInEitherTileOrder) {
@@ -404,20 +438,7 @@ TEST_F(CudaDifferential, ShortRowsShareWarpsInLaneGroupsOfEveryWidth) {
         SCOPED_TRACE(n);
         expect_rows_match(kRowScans, {{1, n}, {7, n}, {4099, n}});
     }
-    auto program = parse_program(R"(
-combine smooth_max(x1 | x2; tau) { return tau * logaddexp(x1 / tau, x2 / tau) }
-program p(x: f32[N, T], tau: f32[N, 1]) {
-  y = scan smooth_max(x) dim=1 reverse with (tau)
-  return y
-}
-)");
-    Fill positive{false, 0.5, 2.0}, real{false, -3, 3};
-    for (auto [rows, n] : {std::pair{1000, 5}, {333, 40}, {65, 128}}) {
-        SCOPED_TRACE(::testing::PrintToString(std::pair{rows, n}));
-        expect_matches_reference(program,
-                                 {random_tensor(DType::F32, {rows, n}, rng, real), random_tensor(DType::F32, {rows, 1}, rng, positive)},
-                                 1e-4, 1e-4);
-    }
+    expect_captured_rows_match({{1000, 5}, {333, 40}, {65, 128}});
 }
 
 TEST_F(CudaDifferential, TicketedTilesMatch) {

@@ -201,7 +201,7 @@ private:
             for (int j = 0; j < s.dim; ++j) outer *= shape[j];
             for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
             int nw = stage_state_words(s);
-            i64 chunks, groups = 1, status_words;
+            i64 chunks, groups = 1, per_tile = 1, status_words, lookback_words = 0;
             const Tuning& t = k.tuning;
             if (inner == 1 && len <= 32 * i64{t.res_items}) {
                 // A row fits a warp's segment: a resident grid strides over the rows, one per
@@ -218,12 +218,21 @@ private:
                 fn = k.resident;
             } else if (inner == 1) {
                 smem = k.rows_smem;
-                chunks = ceil_div(len, static_cast<i64>(k.tuning.row_threads) * k.tuning.row_items);
-                blocks = outer * chunks;
+                const i64 segment = 32 * i64{t.row_items}, warps = t.row_threads / 32;
+                chunks = ceil_div(len, segment * warps);
+                // Rows of one tile that need at most half its warps share it: each takes the
+                // fewest warps, a power of two, whose segments hold it (scan_rows in kernels.cpp).
+                if (chunks == 1) {
+                    i64 row_warps = 1;
+                    while (row_warps * segment < len) row_warps *= 2;
+                    per_tile = std::max<i64>(warps / row_warps, 1);
+                }
+                blocks = ceil_div(outer, per_tile) * chunks;
                 threads = static_cast<unsigned>(k.tuning.row_threads);
-                // A, then the copies of P, then the stamps' records
-                status_words = chunks > 1 || t.stamps ? blocks * ((1 + t.row_pcopies) * nw + (t.stamps ? 8 : 0)) : 0;
-                fn = k.rows;
+                // A, then the copies of P (per row and chunk), then the stamps' records (per tile)
+                lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
+                status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
+                fn = per_tile > 1 ? k.rows_shared : k.rows;
             } else {
                 groups = ceil_div(inner, 32);
                 chunks = ceil_div(len, static_cast<i64>(k.tuning.col_warps) * k.tuning.col_rows);
@@ -239,11 +248,11 @@ private:
             exe_.prepare_lookback(static_cast<std::size_t>(status_words) * 8,
                                   static_cast<std::uint32_t>(blocks), stream_, status, counter, epoch, base);
             for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
-                          len, inner, chunks, groups})
+                          len, inner, chunks, groups, per_tile})
                 args.push_back(v);
-            if (fn == k.rows && t.stamps) {  // after the look-back words (A, P copies)
+            if ((fn == k.rows || fn == k.rows_shared) && t.stamps) {  // after the look-back words (A, P copies)
                 const i64 tile = i64{t.row_threads} * t.row_items;
-                stamps.emplace(status + static_cast<CUdeviceptr>(blocks * (1 + t.row_pcopies) * nw * 8),
+                stamps.emplace(status + static_cast<CUdeviceptr>(lookback_words * 8),
                                StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
             }
         }
@@ -308,12 +317,14 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
         k.tuning = stage_tuning(s, cc);
         if (s.is_scan) {
             SCANC_CU(cuModuleGetFunction, &k.rows, module, cat("scanc_rows_", s.id).c_str());
+            SCANC_CU(cuModuleGetFunction, &k.rows_shared, module, cat("scanc_rows_shared_", s.id).c_str());
             SCANC_CU(cuModuleGetFunction, &k.cols, module, cat("scanc_cols_", s.id).c_str());
             SCANC_CU(cuModuleGetFunction, &k.resident, module, cat("scanc_resident_", s.id).c_str());
             const Tuning& t = k.tuning;
             int nw = stage_state_words(s);
             k.rows_smem = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, t.row_items, nw));
             allow_dynamic_smem(k.rows, k.rows_smem, info);
+            allow_dynamic_smem(k.rows_shared, k.rows_smem, info);
             k.resident_smem = static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
             allow_dynamic_smem(k.resident, k.resident_smem, info);
             SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.resident_per_sm, k.resident, t.res_threads,

@@ -21,7 +21,8 @@ public:
 
 private:
     struct Kernels {
-        CUfunction rows = nullptr, resident = nullptr, cols = nullptr, map = nullptr;
+        // rows_shared: the rows kernel for one-tile rows that share a tile (ScanParams::per_tile)
+        CUfunction rows = nullptr, rows_shared = nullptr, resident = nullptr, cols = nullptr, map = nullptr;
         Tuning tuning;
         unsigned rows_smem = 0, resident_smem = 0;  // dynamic shared memory (the transposes)
         int resident_per_sm = 0;                    // blocks of the resident kernel per SM

@@ -250,9 +250,10 @@ std::string generate_source(const Plan& plan, int cc) {
         StageEmitter(s, tuning, out).emit();
         std::string k = cat("K", s.id);
         if (s.is_scan) {
-            out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", " << tuning.min_blocks
-                << ") scanc_rows_" << s.id
-                << "(const " << k << "::Args a) { scan_rows<" << k << ">(a); }\n";
+            for (bool shared : {false, true})
+                out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", "
+                    << tuning.min_blocks << ") scanc_rows_" << (shared ? "shared_" : "") << s.id << "(const " << k
+                    << "::Args a) { scan_rows<" << k << ", " << (shared ? "true" : "false") << ">(a); }\n";
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.res_threads << ", "
                 << tuning.res_min_blocks << ") scanc_resident_" << s.id << "(const " << k
                 << "::Args a) { scan_rows_resident<" << k << ">(a); }\n";

@@ -159,7 +159,7 @@ template <bool ON> struct TileStamps {
 // windowed look-back. Look-back words: the aggregates A of every tile, then the inclusive
 // prefixes P, NW words per tile each, so that a warp's window loads are coalesced. Where a
 // tile's time goes (stamps=1, bench/lookback_stamps.py): docs/benchmarks.md.
-template <class K> __device__ void scan_rows(const typename K::Args& a) {
+template <class K, bool SHARED> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
     constexpr int SEG = 32 * IT, PER = W / 32;
@@ -174,13 +174,19 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     TileStamps<K::STAMPS> stamp;
     // Chunk-major order (ROW_CHUNK_MAJOR): chunk c of every row before chunk c + 1 of any, so
     // that several rows' look-back chains advance side by side, each `outer` tiles apart.
+    // SHARED: rows that need at most half a tile share one (p.per_tile of them, chunks = 1):
+    // each takes wpr = WARPS / per_tile consecutive warps, and a warp is segment `seg` of its
+    // row. (Its own kernel: a row that varies within the block costs registers, and sharing
+    // one register allocation cost the other tiles 2-8 points.)
     const i64 tile = tile_id<K>(p);
-    const i64 row = K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks;
-    const i64 chunk = K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks;
+    const int wpr = SHARED ? WARPS / (int)p.per_tile : WARPS, seg = SHARED ? warp % wpr : warp;
+    const i64 row = SHARED ? tile * p.per_tile + warp / wpr : (K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks);
+    const i64 chunk = SHARED ? 0 : (K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks);
+    const bool live = !SHARED || row < p.outer;
     stamp.start();
-    const i64 start = chunk * TILE, end = start + TILE < p.len ? start + TILE : p.len;
+    const i64 start = chunk * TILE, end = !live ? 0 : (start + TILE < p.len ? start + TILE : p.len);
     typename K::Ctx x;
-    K::row_base(a, row, 0, x);
+    K::row_base(a, live ? row : 0, 0, x);
     const u32 epoch = (u32)p.epoch;
     // Deterministic look-back: the prefix of chunk c is always P(ws - 1) o A(ws) o ... o A(c - 1),
     // ws = c rounded down to the window; the same association on every run. Warp 0 issues the
@@ -199,7 +205,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     u64 raw[PER][K::NW], praw[1][K::NW];
     issue_window<K, PER>(nwin, a_of, epoch, raw);
     issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
-    const i64 wbase = start + (i64)warp * SEG;
+    const i64 wbase = start + (i64)seg * SEG;
     const int nval = striped_valid(wbase + lane, end, IT);
     S items[IT];
     load_striped<K, IT>(a, x, wbase + lane, nval, items);
@@ -219,7 +225,7 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     }
     __syncthreads();
     stamp.mark(stamp.BARRIER1);
-    if (warp == 0 && p.chunks > 1) {
+    if (!SHARED && warp == 0 && p.chunks > 1) {
         S tagg; bool th = false;
         #pragma unroll
         for (int w2 = 0; w2 < WARPS; ++w2) fold<K>(th, tagg, s_has[w2], K::from_words(s_tot[w2]), x.cap);
@@ -293,11 +299,11 @@ template <class K> __device__ void scan_rows(const typename K::Args& a) {
     }
     __syncthreads();
     stamp.mark(stamp.BARRIER2);
-    // this thread's exclusive prefix: tile prefix o earlier warps o earlier lanes
+    // this thread's exclusive prefix: tile prefix o earlier warps of its row o earlier lanes
     bool ph = chunk > 0;
     S pre;
     if (ph) pre = K::from_words(s_pre);
-    for (int w2 = 0; w2 < warp; ++w2) fold<K>(ph, pre, s_has[w2], K::from_words(s_tot[w2]), x.cap);
+    for (int w2 = warp - seg; w2 < warp; ++w2) fold<K>(ph, pre, s_has[w2], K::from_words(s_tot[w2]), x.cap);
     fold<K>(ph, pre, exh, ex, x.cap);
     store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
     stamp.mark(stamp.STORED);

@@ -132,6 +132,7 @@ struct ScanParams {
     u64* status;       // look-back words: (epoch << 32) | data word
     u32* counter;      // dynamic tile ids, never reset: tile = ticket - tile_base
     i64 epoch, tile_base, outer, len, inner, chunks, groups;
+    i64 per_tile;      // rows kernel: rows per tile (> 1: one-tile rows that share a tile)
 };
 template <class T> __device__ __forceinline__ T ld(const char* p, i64 off) { return *(const T*)(p + off); }
 template <class T> __device__ __forceinline__ void st(char* p, i64 off, T v) { *(T*)(p + off) = v; }
