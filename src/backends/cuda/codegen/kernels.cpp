@@ -155,10 +155,12 @@ template <bool ON> struct TileStamps {
     }
 };
 
-// Long rows: a row is split into tiles of THREADS x ITEMS elements chained by a deterministic
-// windowed look-back. Look-back words: the aggregates A of every tile, then the inclusive
-// prefixes P, NW words per tile each, so that a warp's window loads are coalesced. Where a
-// tile's time goes (stamps=1, bench/lookback_stamps.py): docs/benchmarks.md.
+// Rows longer than a warp's resident segment: a row is split into tiles of THREADS x ITEMS
+// elements chained by a deterministic windowed look-back (a row of one tile has none, and rows
+// that need at most half a tile share one: SHARED, the scanc_rows_shared_N kernel). Look-back
+// words: the aggregates A of every tile, then the inclusive prefixes P, NW words per tile each,
+// so that a warp's window loads are coalesced. Where a tile's time goes (stamps=1,
+// bench/lookback_stamps.py): docs/benchmarks.md.
 template <class K, bool SHARED> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
