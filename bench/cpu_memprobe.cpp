@@ -4,6 +4,7 @@
 // of bytes read + written (reads only for the read kernels).
 //
 //   cpu_memprobe [MIB] [THREADS]    # MIB: the source array (default 256), THREADS default 2
+//   cpu_memprobe MIB THREADS stride # only the row-stride probe (round 10; below)
 //
 // Kernels: glibc memcpy; loops of 32-byte loads with ordinary or streaming (non-temporal)
 // stores, over one stream or K pages interleaved (glibc's large copy interleaves pages); reads
@@ -11,7 +12,9 @@
 // block, fix-up, streaming stores through an L1 block) without and with software prefetch
 // ahead; rows of 16 KiB scanned by the backend's f32 add kernels of rounds 4 and 5 with
 // several prefetch distances; K strided row streams (round 7: what a strided-lane group's
-// tiles ask of memory) for several K and bytes per visit. Needs AVX2 (x86-64); elsewhere it says so and exits.
+// tiles ask of memory) for several K and bytes per visit; with `stride`, a strided-lane group's
+// gathers and streaming scatters at row strides of 16 KiB and nearby (round 10). Needs AVX2
+// (x86-64); elsewhere it says so and exits.
 #include <algorithm>
 #include <barrier>
 #include <chrono>
@@ -165,22 +168,76 @@ __attribute__((target("avx2"))) void rows_streams(float* d, const float* s, std:
                 copy_nt(d + g + k * kRow + t, src, kStep);
             }
 }
+
+// Round 10: a strided-lane group of affine along the last dim, memory moves only (no scan):
+// 2 leaves, groups of 128 rows of kRow floats at a row stride of `ss` (inputs) and `ds`
+// (outputs) floats, visits of 128 steps (512 B per row). Read: each leaf's tile gathered as
+// the 8x8 transposes load it (8 rows x 32 B, the lanes' 8 steps after 8 steps) and the next
+// visit's rows prefetched; Write: each leaf's tile scattered as scatter8_f32 stores it (8 rows
+// x 64 B with streaming stores, 16 steps at a time), as a wavefront with Skew > 0 (at turn k,
+// row c of each 8 writes its 64-byte piece k - c * Skew).
+using RowKernel = void (*)(float* dst, std::size_t ds, const float* src, std::size_t ss,
+                           std::size_t rows);
+template <bool Read, bool Write, int Skew>
+__attribute__((target("avx2"))) void rows_group(float* d, std::size_t ds, const float* s,
+                                                 std::size_t ss, std::size_t rows) {
+    constexpr int kLanes = 128, kVisit = 128, kLeaves = 2, kPieces = kVisit / 16;
+    // Not zeros: streaming zeros over zeroed pages measured up to 228 GB/s here (some layer below
+    // the VM short-cuts them), nonsense for a scan's outputs.
+    std::vector<float> tiles(2 * kLeaves * kLanes * kVisit + 16, 1.0f);
+    float* tile = tiles.data() + (16 - reinterpret_cast<std::uintptr_t>(tiles.data()) / 4 % 16) % 16;
+    std::size_t leaf_rows = rows / kLeaves;
+    __m256 sink = _mm256_setzero_ps();
+    for (std::size_t g = 0; g + kLanes <= leaf_rows; g += kLanes)
+        for (std::size_t t0 = 0; t0 < kRow; t0 += kVisit)
+            for (int k = 0; k < kLeaves; ++k) {
+                std::size_t row0 = k * leaf_rows + g;
+                float* in = tile + k * kLanes * kVisit;
+                float* out = tile + (kLeaves + k) * kLanes * kVisit;
+                if (Read) {
+                    for (int l0 = 0; l0 < kLanes; l0 += 8)
+                        for (int c = 0; c < kVisit; c += 8)
+                            for (int i = 0; i < 8; ++i) {
+                                __m256 v = _mm256_loadu_ps(s + (row0 + l0 + i) * ss + t0 + c);
+                                _mm256_store_ps(in + (c * kLanes + l0 * 8 + i * 8) % (kLanes * kVisit), v);
+                            }
+                    if (t0 + kVisit < kRow)
+                        for (int l = 0; l < kLanes; ++l)
+                            for (int b = 0; b < kVisit; b += 16)
+                                __builtin_prefetch(s + (row0 + l) * ss + t0 + kVisit + b);
+                    sink = _mm256_add_ps(sink, _mm256_load_ps(in));
+                }
+                if (Write)
+                    for (int l0 = 0; l0 < kLanes; l0 += 8)
+                        for (int turn = 0; turn < kPieces + 7 * Skew; ++turn)
+                            for (int c = 0; c < 8; ++c) {
+                                int piece = turn - c * Skew;
+                                if (piece < 0 || piece >= kPieces) continue;
+                                float* q = d + (row0 + l0 + c) * ds + t0 + piece * 16;
+                                const float* t = out + l0 * kVisit + piece * 128 + c * 16;
+                                _mm256_stream_ps(q, _mm256_load_ps(t));
+                                _mm256_stream_ps(q + 8, _mm256_load_ps(t + 8));
+                            }
+            }
+    volatile float keep = _mm256_cvtss_f32(sink);
+    (void)keep;
+    _mm_sfence();
+}
 #endif
 
 void glibc_copy(float* d, const float* s, std::size_t n) { std::memcpy(d, s, n * 4); }
 
-double best_seconds(Kernel k, float* dst, const float* src, std::size_t n, int threads) {
+// Best of 3 runs of part(p) on `threads` threads, started together.
+template <typename Part>
+double best_seconds(int threads, Part part) {
     double best = 1e30;
     for (int it = 0; it < 3; ++it) {
         std::barrier<> start(threads + 1);
         std::vector<std::thread> pool;
         for (int p = 0; p < threads; ++p)
             pool.emplace_back([&, p] {
-                // Parts of whole pages (the page-interleaved kernels step by pages).
-                std::size_t lo = n * p / threads / 1024 * 1024;
-                std::size_t hi = n * (p + 1) / threads / 1024 * 1024;
                 start.arrive_and_wait();
-                k(dst + lo, src + lo, hi - lo);
+                part(p);
             });
         start.arrive_and_wait();
         auto t0 = std::chrono::steady_clock::now();
@@ -190,6 +247,60 @@ double best_seconds(Kernel k, float* dst, const float* src, std::size_t n, int t
     }
     return best;
 }
+
+double best_seconds(Kernel k, float* dst, const float* src, std::size_t n, int threads) {
+    return best_seconds(threads, [&](int p) {
+        // Parts of whole pages (the page-interleaved kernels step by pages).
+        std::size_t lo = n * p / threads / 1024 * 1024;
+        std::size_t hi = n * (p + 1) / threads / 1024 * 1024;
+        k(dst + lo, src + lo, hi - lo);
+    });
+}
+
+#if defined(__x86_64__)
+// `cpu_memprobe MIB THREADS stride`: rows_group at row strides of 16 KiB (4096 floats), 16 KiB
+// + 64 B and 16 KiB + 256 B, inputs and outputs apart and together, GB/s of the bytes moved
+// (round 10).
+int stride_probe(std::size_t n, int threads) {
+    std::size_t rows = n / kRow / (256 * threads) * (256 * threads);
+    auto* src = static_cast<float*>(std::aligned_alloc(4096, rows * 4160 * 4));
+    auto* dst = static_cast<float*>(std::aligned_alloc(4096, rows * 4160 * 4));
+    for (std::size_t i = 0; i < rows * 4160; ++i) src[i] = static_cast<float>(i % 7);
+    std::memset(dst, 0, rows * 4160 * 4);
+    struct Case {
+        const char* name;
+        RowKernel kernel;
+        std::size_t ss, ds;
+        int passes;
+    };
+    const Case cases[] = {
+        {"write, 8 rows x 64 B, out 4096", rows_group<false, true, 0>, 4096, 4096, 1},
+        {"write, 8 rows x 64 B, out 4112", rows_group<false, true, 0>, 4096, 4112, 1},
+        {"write, 8 rows x 64 B, out 4160", rows_group<false, true, 0>, 4096, 4160, 1},
+        {"write, wavefront skew 1, out 4096", rows_group<false, true, 1>, 4096, 4096, 1},
+        {"write, wavefront skew 1, out 4112", rows_group<false, true, 1>, 4096, 4112, 1},
+        {"read, 8 rows x 32 B, in 4096", rows_group<true, false, 0>, 4096, 4096, 1},
+        {"read, 8 rows x 32 B, in 4160", rows_group<true, false, 0>, 4160, 4096, 1},
+        {"both, in 4096, out 4096", rows_group<true, true, 0>, 4096, 4096, 2},
+        {"both, in 4160, out 4096", rows_group<true, true, 0>, 4160, 4096, 2},
+        {"both, in 4096, out 4160", rows_group<true, true, 0>, 4096, 4160, 2},
+        {"both, in 4160, out 4160", rows_group<true, true, 0>, 4160, 4160, 2},
+        {"both, wavefront skew 1, 4096", rows_group<true, true, 1>, 4096, 4096, 2},
+    };
+    std::printf("%zu rows of %zu floats, %d threads\n", rows, kRow, threads);
+    for (const Case& c : cases) {
+        double s = best_seconds(threads, [&](int p) {
+            std::size_t r0 = rows * p / threads, r1 = rows * (p + 1) / threads;
+            c.kernel(dst + r0 * c.ds, c.ds, src + r0 * c.ss, c.ss, r1 - r0);
+        });
+        std::printf("%-46s %7.2f GB/s\n", c.name, c.passes * rows * kRow * 4.0 / s / 1e9);
+        std::memset(dst, 0, rows * 4160 * 4);  // every case writes over the same kind of pages
+    }
+    std::free(src);
+    std::free(dst);
+    return 0;
+}
+#endif
 
 }  // namespace
 
@@ -202,6 +313,7 @@ int main(int argc, char** argv) {
     std::size_t mib = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 256;
     int threads = argc > 2 ? std::atoi(argv[2]) : 2;
     std::size_t n = mib << 18;  // floats
+    if (argc > 3 && std::string(argv[3]) == "stride") return stride_probe(n, threads);
     auto* src = static_cast<float*>(std::aligned_alloc(4096, n * 4));
     auto* dst = static_cast<float*>(std::aligned_alloc(4096, n * 4));
     for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<float>(i % 7);
