@@ -228,16 +228,16 @@ private:
                     per_tile = std::max<i64>(warps / row_warps, 1);
                 }
                 blocks = ceil_div(outer, per_tile) * chunks;
-                threads = static_cast<unsigned>(k.tuning.row_threads);
+                threads = static_cast<unsigned>(t.row_threads);
                 // A, then the copies of P (per row and chunk), then the stamps' records (per tile)
                 lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
                 status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
                 fn = per_tile > 1 ? k.rows_shared : k.rows;
             } else {
                 groups = ceil_div(inner, 32);
-                chunks = ceil_div(len, static_cast<i64>(k.tuning.col_warps) * k.tuning.col_rows);
+                chunks = ceil_div(len, i64{t.col_warps} * t.col_rows);
                 blocks = outer * groups * chunks;
-                threads = static_cast<unsigned>(k.tuning.col_warps * 32);
+                threads = static_cast<unsigned>(t.col_warps * 32);
                 status_words = chunks > 1 ? blocks * 32 * 2 * nw : 0;
                 fn = k.cols;
             }

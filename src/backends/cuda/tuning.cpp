@@ -35,9 +35,9 @@ const Row kTable[] = {
     // H200 sweeps (docs/benchmarks.md, 2026-11-30): look-back rows of 128x32 with a window of
     // 128 tiles at 8 blocks/SM (4-byte states; 64 registers) or 64 tiles at 4 blocks/SM (8-byte
     // states spill at 8), cols tiles of 8 warps x 32 steps at 2 blocks/SM with a window of 4,
-    // resident rows of 256x16 (3 blocks/SM for 4-byte states, 2 for 8-byte). 4-byte states
-    // publish 8 copies of each window end's prefix (third session: sum 1-D 64.9 -> 67.5%;
-    // 8-byte states lost 2 points with copies), and their resident rows are 128x32, so rows of
+    // resident rows of 256x16 at 2 blocks/SM for 8-byte states. 4-byte states publish 8
+    // copies of each window end's prefix (third session: sum 1-D 64.9 -> 67.5%; 8-byte states
+    // lost 2 points with copies), and their resident rows are 128x32 at 3 blocks/SM, so rows of
     // up to 1024 take a warp each (fifth session: rows of 600 / 1000 from 20 / 34% to 76 /
     // 91%, rows of 128 66 -> 62%, rows of 16 15 -> 26%).
     {1, 90, with_pcopies(entry(128, 32, 128, 8, 32, 4, 8, 2, 128, 32, 3), 8)},
