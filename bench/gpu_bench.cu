@@ -8,6 +8,7 @@
 // Prints a markdown table; `gpu_bench OUT.md` also writes it there. `gpu_bench --sweep T...`
 // times and checks a few cases under each tuning T (see sweep below); `gpu_bench --sizes F.csv`
 // times each case from 4096 to 2^28 elements for the plot (size_sweep below).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -176,8 +177,8 @@ std::vector<float> to_host(const float* p, long long n) {
 // Tuning sweep: % of copy of each case under each SCANC_CUDA_TUNING (`table` = the built-in
 // table), each result checked against a host scan: sums of integers in {-1, 0, 1} exactly (every
 // partial sum is an integer far below 2^24), affine within 1e-3 relative. A wrong result prints
-// WRONG in place of the figure. SWEEP_ONLY=TEXT keeps the cases whose name contains TEXT (one
-// case under a profiler).
+// WRONG in place of the figure. SWEEP_ONLY=TEXT[|TEXT...] keeps the cases whose name contains
+// one of the TEXTs (one case under a profiler).
 int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts, cudaStream_t s) {
     struct C {
         std::string name;
@@ -201,11 +202,18 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"affine 2^15 rows of 2048", affine_combine(), {1 << 15, 2048}, 1},
                  {"sum 2048x2^15", sum_combine(), {2048, 1 << 15}, 1},
                  {"affine 256x2^20", affine_combine(), {256, 1 << 20}, 1}};
-    const char* only = std::getenv("SWEEP_ONLY");
+    std::vector<std::string> only;  // SWEEP_ONLY's alternatives
+    if (const char* env = std::getenv("SWEEP_ONLY"))
+        for (std::string text(env); !text.empty();) {
+            const auto bar = text.find('|');
+            only.push_back(text.substr(0, bar));
+            text = bar == std::string::npos ? "" : text.substr(bar + 1);
+        }
     std::vector<std::vector<std::string>> cells(n_tunings);
     std::vector<std::string> names;  // the cases run, in order
     for (auto& c : cases) {
-        if (only && c.name.find(only) == std::string::npos) continue;
+        if (!only.empty() && std::none_of(only.begin(), only.end(), [&](auto& o) { return c.name.find(o) != std::string::npos; }))
+            continue;
         names.push_back(c.name);
         long long n = 1, outer = 1, inner = 1;
         for (std::size_t j = 0; j < c.shape.size(); ++j) {

@@ -5,6 +5,7 @@
 #   scripts/gpu.sh [OUTDIR]        (default: build-gpu/results)
 # Environment: SKIP_PEERS=1 skips the Python peers; SKIP_SANITIZER=1 skips compute-sanitizer;
 # SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py;
+# SWEEP_ONLY="TEXT|TEXT" keeps the sweep cases whose names contain one of the TEXTs;
 # SIZES=1 times every case at 4^k elements for the plot (OUTDIR/sizes.csv);
 # SWEEP="table rows=128x32,mb=4 ..." adds a tuning sweep whose results are checked (the
 # SCANC_CUDA_TUNING overrides of src/backends/cuda/tuning.h); NCU="CASE|KERNEL-REGEX[|TUNING];..."
