@@ -46,6 +46,12 @@ def main():
     cyc = np.stack([rec[:, 3] >> 32, rec[:, 4] & 0xFFFFFFFF, rec[:, 4] >> 32, rec[:, 5] & 0xFFFFFFFF,
                     rec[:, 5] >> 32, rec[:, 6] & 0xFFFFFFFF, rec[:, 6] >> 32], axis=1).astype(np.int64)
     chunk = (rec[:, 7] & 0xFFFFFFFF).astype(np.int64)
+    pos = (rec[:, 7] >> 32).astype(np.int64)  # the tile's place in its window
+    # Each tile's row: tile t is chunk t / outer of row t % outer (chunk-major, the default) or
+    # chunk t % chunks of row t / chunks (cmajor=0); the records' chunks tell which.
+    t = np.arange(len(rec))
+    major = np.array_equal(chunk, t // head["outer"])
+    row = t % head["outer"] if major else t // head["chunks"]
     t0 = g0.min()
     span = gend.max() - t0
     steps = np.diff(np.unique(g0))
@@ -67,26 +73,34 @@ def main():
         d = (cyc[:, j] - prev) / args.clock_ghz
         print(f"  {name:10s} {stats(d[ran])}")
         prev = np.where(cyc[:, j] > 0, cyc[:, j], prev)
+    # The prefix wait by place in the window: the first tiles of a window wait for the previous
+    # window's P, published by a tile dispatched just before them when the rows are few.
+    wait = (cyc[:, 3] - cyc[:, 2]) / args.clock_ghz
+    for lo, hi in ((0, 8), (8, 32), (32, head["window"])):
+        sel = lb & (cyc[:, 3] > 0) & (pos >= lo) & (pos < hi)
+        print(f"  prefix, tiles {lo}-{hi - 1} of a window: {stats(wait[sel])}")
     # In flight over time: how many tiles are between dispatch and end at 200 sample times.
     ts = np.linspace(t0, gend.max(), 200)[1:-1]
     inflight = np.searchsorted(np.sort(g0), ts) - np.searchsorted(np.sort(gend), ts)
     print(f"tiles in flight over time: {stats(inflight)}")
-    # Chain: when each window-end tile published P, against the previous window end.
+    # Chains, one per row: when each window-end tile published P, against the previous window
+    # end of its row.
     w = head["window"]
     ends = np.nonzero((chunk % w == w - 1) & (gpub > 0))[0]
-    if ends.size > 1:
-        link = np.diff(gpub[ends])
-        print(f"P chain: {ends.size} window ends, link (ns): {stats(link)}")
-        late = gpub[ends] - g0[ends]
-        print(f"  window-end tile, dispatch to publish (ns): {stats(late)}")
-    # The chain's critical input: did the previous window end's P come after this window end's
-    # own aggregates were all seen? And how long after a word is published is it seen?
-    clock = lambda j: g0 + cyc[:, j] / args.clock_ghz  # global ns of phase j's end (approx.)
-    if ends.size > 1:
-        own, prev_p = clock(2)[ends[1:]], gpub[ends[:-1]]
+    ends = ends[np.lexsort((chunk[ends], row[ends]))]  # by row, then chunk
+    linked = row[ends[1:]] == row[ends[:-1]]  # pairs (previous, this) of one row
+    cur, prv = ends[1:][linked], ends[:-1][linked]
+    if cur.size:
+        print(f"P chains: {len(np.unique(row[ends]))} rows, {ends.size} window ends, "
+              f"link (ns): {stats(gpub[cur] - gpub[prv])}")
+        print(f"  window-end tile, dispatch to publish (ns): {stats(gpub[ends] - g0[ends])}")
+        # The chain's critical input: did the previous window end's P come after this window
+        # end's own aggregates were all seen? And how long after a word is published is it seen?
+        clock = lambda j: g0 + cyc[:, j] / args.clock_ghz  # global ns of phase j's end (approx.)
+        own, prev_p = clock(2)[cur], gpub[prv]
         print(f"  window ends whose previous P came after their own window was seen: "
               f"{(prev_p > own).mean():.0%} (by {np.median(prev_p - own):.0f} ns median)")
-        seen = clock(3)[ends[1:]] - np.maximum(prev_p, own)
+        seen = clock(3)[cur] - np.maximum(prev_p, own)
         print(f"  P seen after it was published and the window was seen (ns): {stats(seen)}")
     pub = np.nonzero(gpub > 0)[0]
     if pub.size > 1:
