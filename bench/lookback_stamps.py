@@ -46,7 +46,9 @@ def main():
     cyc = np.stack([rec[:, 3] >> 32, rec[:, 4] & 0xFFFFFFFF, rec[:, 4] >> 32, rec[:, 5] & 0xFFFFFFFF,
                     rec[:, 5] >> 32, rec[:, 6] & 0xFFFFFFFF, rec[:, 6] >> 32], axis=1).astype(np.int64)
     chunk = (rec[:, 7] & 0xFFFFFFFF).astype(np.int64)
-    pos = (rec[:, 7] >> 32).astype(np.int64)  # the tile's place in its window
+    pos = ((rec[:, 7] >> 32) & 0xFFFF).astype(np.int64)  # the tile's place in its window
+    a_rounds = ((rec[:, 7] >> 48) & 0xFF).astype(np.int64)  # rounds of polls after the first loads
+    p_rounds = (rec[:, 7] >> 56).astype(np.int64)
     # Each tile's row: tile t is chunk t / outer of row t % outer (chunk-major, the default) or
     # chunk t % chunks of row t / chunks (cmajor=0); the records' chunks tell which.
     t = np.arange(len(rec))
@@ -78,7 +80,12 @@ def main():
     wait = (cyc[:, 3] - cyc[:, 2]) / args.clock_ghz
     for lo, hi in ((0, 8), (8, 32), (32, head["window"])):
         sel = lb & (cyc[:, 3] > 0) & (pos >= lo) & (pos < hi)
-        print(f"  prefix, tiles {lo}-{hi - 1} of a window: {stats(wait[sel])}")
+        print(f"  prefix, tiles {lo}-{hi - 1} of a window: {stats(wait[sel])}; P polled again "
+              f"by {(p_rounds[sel] > 0).mean():.0%}")
+    # Rounds of polls after the first loads (issued at dispatch): 0 = already published then.
+    has_p = lb & (pos < chunk)  # tiles past their row's first window poll a P
+    for name, r in (("A window", a_rounds[lb]), ("P", p_rounds[has_p])):
+        print(f"  {name}: polled again by {(r > 0).mean():.0%} of tiles; rounds {stats(r)}")
     # In flight over time: how many tiles are between dispatch and end at 200 sample times.
     ts = np.linspace(t0, gend.max(), 200)[1:-1]
     inflight = np.searchsorted(np.sort(g0), ts) - np.searchsorted(np.sort(gend), ts)

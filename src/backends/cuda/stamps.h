@@ -4,8 +4,11 @@
 // window, tile elements, state words}, then 8 words per tile in launch order:
 //   [0] global ns at dispatch, [1] at its P publish (0: none), [2] at its end,
 //   [3] SM id | cycles to LOADED << 32, [4] BARRIER1 | WINDOW << 32,
-//   [5] PREFIX | PUBLISHED << 32, [6] BARRIER2 | STORED << 32, [7] chunk | chunk - window start << 32
-// (cycles from dispatch on the tile's SM; 0 where a phase did not run).
+//   [5] PREFIX | PUBLISHED << 32, [6] BARRIER2 | STORED << 32,
+//   [7] chunk | (chunk - window start) << 32 | A rounds << 48 | P rounds << 56
+// (cycles from dispatch on the tile's SM; 0 where a phase did not run; rounds: how many rounds
+// of polls the window's aggregates A (the most of any lane) and the previous window's prefix P
+// took after the first loads, at most 255).
 #pragma once
 
 #include <cuda.h>

@@ -134,6 +134,7 @@ template <bool ON> struct TileStamps {
     u64 g0 = 0, gpub = 0;
     long long c0 = 0;
     u32 d[7] = {};
+    int a_rounds = 0, p_rounds = 0;  // rounds of polls until the window's A's, and P, were seen
     static __device__ __forceinline__ u64 now() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
     __device__ __forceinline__ void start() {
         if constexpr (ON) if (threadIdx.x == 0) { g0 = now(); c0 = clock64(); }
@@ -148,7 +149,9 @@ template <bool ON> struct TileStamps {
         if constexpr (ON) if (threadIdx.x == 0) {
             u32 sm; asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
             const u64 rec[8] = {g0, gpub, now(), sm | (u64)d[0] << 32, d[1] | (u64)d[2] << 32,
-                                d[3] | (u64)d[4] << 32, d[5] | (u64)d[6] << 32, chunk | (u64)window_pos << 32};
+                                d[3] | (u64)d[4] << 32, d[5] | (u64)d[6] << 32,
+                                chunk | (u64)(window_pos & 0xffff) << 32 | (u64)(a_rounds < 255 ? a_rounds : 255) << 48 |
+                                    (u64)(p_rounds < 255 ? p_rounds : 255) << 56};
             #pragma unroll
             for (int j = 0; j < 8; ++j) at[j] = rec[j];
         }
@@ -237,8 +240,9 @@ template <class K, bool SHARED> __device__ void scan_rows(const typename K::Args
             if (lane == 0) publish<K>(st_p, epoch, tagg);  // P: inclusive prefix
         } else {
             // Back to tile order through shared memory: lane l folds A(ws + PER l ...) in order.
-            wait_window<K, PER>(a_of, epoch, raw);
+            const int a_rounds = wait_window<K, PER>(a_of, epoch, raw);
             stamp.mark(stamp.WINDOW);
+            if constexpr (K::STAMPS) stamp.a_rounds = __reduce_max_sync(0xffffffffu, a_rounds);
             #pragma unroll
             for (int j = 0; j < PER; ++j)
                 #pragma unroll
@@ -282,7 +286,7 @@ template <class K, bool SHARED> __device__ void scan_rows(const typename K::Args
                     pre = fh ? K::combine(pn, f, x.cap) : pn;
                 } else if (ws > 0) {
                     S pw; bool ph = false;
-                    finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
+                    stamp.p_rounds = finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
                     pre = fh ? K::combine(pw, f, x.cap) : pw;
                 }
                 stamp.mark(stamp.PREFIX);

@@ -223,23 +223,25 @@ __device__ __forceinline__ void issue_window(int n, F ptr_of, u32 epoch, u64 (&r
         #pragma unroll
         for (int q = 0; q < K::NW; ++q) raw[j][q] = j < n ? ld_status(ptr_of(j) + q) : ((u64)epoch << 32);
 }
+// wait_window and finish_window return how many rounds of polls they issued (0: every word was
+// already published; read by the stamps instrument only).
 template <class K, int N, class F>
-__device__ __forceinline__ void wait_window(F ptr_of, u32 epoch, u64 (&raw)[N][K::NW]) {
-    for (int ns = 16;; ns = ns < 128 ? 2 * ns : ns) {
+__device__ __forceinline__ int wait_window(F ptr_of, u32 epoch, u64 (&raw)[N][K::NW]) {
+    for (int ns = 16, rounds = 0;; ns = ns < 128 ? 2 * ns : ns, ++rounds) {
         bool ready = true;
         #pragma unroll
         for (int j = 0; j < N; ++j)
             #pragma unroll
             for (int q = 0; q < K::NW; ++q)
                 if ((u32)(raw[j][q] >> 32) != epoch) { ready = false; raw[j][q] = ld_status(ptr_of(j) + q); }
-        if (ready) break;
+        if (ready) return rounds;
         __nanosleep(ns);
     }
 }
 template <class K, int N, class F>
-__device__ __forceinline__ void finish_window(int n, F ptr_of, u32 epoch, u64 (&raw)[N][K::NW], bool& h,
-                                              typename K::State& acc, const typename K::Cap& cap) {
-    wait_window<K, N>(ptr_of, epoch, raw);
+__device__ __forceinline__ int finish_window(int n, F ptr_of, u32 epoch, u64 (&raw)[N][K::NW], bool& h,
+                                             typename K::State& acc, const typename K::Cap& cap) {
+    const int rounds = wait_window<K, N>(ptr_of, epoch, raw);
     #pragma unroll
     for (int j = 0; j < N; ++j)
         if (j < n) {
@@ -248,6 +250,7 @@ __device__ __forceinline__ void finish_window(int n, F ptr_of, u32 epoch, u64 (&
             for (int q = 0; q < K::NW; ++q) w[q] = (u32)raw[j][q];
             fold<K>(h, acc, true, K::from_words(w), cap);
         }
+    return rounds;
 }
 template <class K, int N, class F>
 __device__ __forceinline__ void fold_window(int n, F ptr_of, u32 epoch, bool& h, typename K::State& acc,
