@@ -75,8 +75,8 @@ def main():
         d = (cyc[:, j] - prev) / args.clock_ghz
         print(f"  {name:10s} {stats(d[ran])}")
         prev = np.where(cyc[:, j] > 0, cyc[:, j], prev)
-    # The prefix wait by place in the window: the first tiles of a window wait for the previous
-    # window's P, published by a tile dispatched just before them when the rows are few.
+    # The prefix wait by place in the window, and how many of those tiles polled P again (a
+    # window's first tiles may poll before the previous window's end has published it).
     wait = (cyc[:, 3] - cyc[:, 2]) / args.clock_ghz
     for lo, hi in ((0, 8), (8, 32), (32, head["window"])):
         sel = lb & (cyc[:, 3] > 0) & (pos >= lo) & (pos < hi)
