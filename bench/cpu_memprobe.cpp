@@ -5,6 +5,7 @@
 //
 //   cpu_memprobe [MIB] [THREADS]    # MIB: the source array (default 256), THREADS default 2
 //   cpu_memprobe MIB THREADS stride # only the row-stride probe (round 10; below)
+//   cpu_memprobe MIB THREADS lanes  # only the rows-per-group probe (round 11; below)
 //
 // Kernels: glibc memcpy; loops of 32-byte loads with ordinary or streaming (non-temporal)
 // stores, over one stream or K pages interleaved (glibc's large copy interleaves pages); reads
@@ -178,10 +179,10 @@ __attribute__((target("avx2"))) void rows_streams(float* d, const float* s, std:
 // row c of each 8 writes its 64-byte piece k - c * Skew).
 using RowKernel = void (*)(float* dst, std::size_t ds, const float* src, std::size_t ss,
                            std::size_t rows);
-template <bool Read, bool Write, int Skew>
+template <bool Read, bool Write, int Skew, int kLanes = 128, int kVisit = 128>
 __attribute__((target("avx2"))) void rows_group(float* d, std::size_t ds, const float* s,
                                                  std::size_t ss, std::size_t rows) {
-    constexpr int kLanes = 128, kVisit = 128, kLeaves = 2, kPieces = kVisit / 16;
+    constexpr int kLeaves = 2, kPieces = kVisit / 16;
     // Not zeros: streaming zeros over zeroed pages measured up to 228 GB/s here (some layer below
     // the VM short-cuts them), nonsense for a scan's outputs.
     std::vector<float> tiles(2 * kLeaves * kLanes * kVisit + 16, 1.0f);
@@ -300,6 +301,47 @@ int stride_probe(std::size_t n, int threads) {
     std::free(dst);
     return 0;
 }
+
+// `cpu_memprobe MIB THREADS lanes`: rows_group's reads, writes and both at a 16 KiB row stride
+// for 16 to 128 rows per group, visits of 128 to 1024 steps (round 11: how many row streams).
+int lanes_probe(std::size_t n, int threads) {
+    std::size_t rows = n / kRow / (256 * threads) * (256 * threads);
+    auto* src = static_cast<float*>(std::aligned_alloc(4096, rows * kRow * 4));
+    auto* dst = static_cast<float*>(std::aligned_alloc(4096, rows * kRow * 4));
+    for (std::size_t i = 0; i < rows * kRow; ++i) src[i] = static_cast<float>(i % 7);
+    std::memset(dst, 0, rows * kRow * 4);
+    struct Case {
+        const char* name;
+        RowKernel kernel;
+        int passes;
+    };
+    const Case cases[] = {
+        {"read, 128 rows x 128 steps", rows_group<true, false, 0, 128, 128>, 1},
+        {"read, 64 rows x 256 steps", rows_group<true, false, 0, 64, 256>, 1},
+        {"read, 32 rows x 256 steps", rows_group<true, false, 0, 32, 256>, 1},
+        {"read, 32 rows x 512 steps", rows_group<true, false, 0, 32, 512>, 1},
+        {"read, 16 rows x 256 steps", rows_group<true, false, 0, 16, 256>, 1},
+        {"read, 16 rows x 1024 steps", rows_group<true, false, 0, 16, 1024>, 1},
+        {"read, 8 rows x 1024 steps", rows_group<true, false, 0, 8, 1024>, 1},
+        {"both, 128 rows x 128, skew 1", rows_group<true, true, 1, 128, 128>, 2},
+        {"both, 64 rows x 256, skew 1", rows_group<true, true, 1, 64, 256>, 2},
+        {"both, 32 rows x 256, skew 1", rows_group<true, true, 1, 32, 256>, 2},
+        {"both, 32 rows x 512, skew 1", rows_group<true, true, 1, 32, 512>, 2},
+        {"both, 16 rows x 1024, skew 1", rows_group<true, true, 1, 16, 1024>, 2},
+    };
+    std::printf("%zu rows of %zu floats, %d threads\n", rows, kRow, threads);
+    for (const Case& c : cases) {
+        double s = best_seconds(threads, [&](int p) {
+            std::size_t r0 = rows * p / threads, r1 = rows * (p + 1) / threads;
+            c.kernel(dst + r0 * kRow, kRow, src + r0 * kRow, kRow, r1 - r0);
+        });
+        std::printf("%-46s %7.2f GB/s\n", c.name, c.passes * rows * kRow * 4.0 / s / 1e9);
+        std::memset(dst, 0, rows * kRow * 4);
+    }
+    std::free(src);
+    std::free(dst);
+    return 0;
+}
 #endif
 
 }  // namespace
@@ -314,6 +356,7 @@ int main(int argc, char** argv) {
     int threads = argc > 2 ? std::atoi(argv[2]) : 2;
     std::size_t n = mib << 18;  // floats
     if (argc > 3 && std::string(argv[3]) == "stride") return stride_probe(n, threads);
+    if (argc > 3 && std::string(argv[3]) == "lanes") return lanes_probe(n, threads);
     auto* src = static_cast<float*>(std::aligned_alloc(4096, n * 4));
     auto* dst = static_cast<float*>(std::aligned_alloc(4096, n * 4));
     for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<float>(i % 7);

@@ -81,9 +81,9 @@ TEST(CpuVectorPaths, FloatSumsAreBitIdenticalRunToRunCloseToTheReferenceAndBitwi
 
 // Outputs of >= 16 MiB along the last dim leave strided tiles through the streaming scatter:
 // rows whose starts are 32-byte aligned (4096, 4104: a last tile of 8 steps) take streaming
-// stores, others (4100) ordinary ones. Integers: exact. 512 rows (4 groups of 128) put two
+// stores, others (4100) ordinary ones. Integers: exact. 512 rows (8 groups of 64) put two
 // outputs at or just above the 16 MiB threshold (1024 rows and 1-3 threads took 35 s in the
-// ASan stage of CI; 1 and 3 threads split the 4 groups evenly and unevenly).
+// ASan stage of CI; 1 and 3 threads split the 8 groups evenly and unevenly).
 TEST(CpuVectorPaths, LargeTwoLeafRowScansMatchTheReferenceForAlignedAndUnalignedRows) {
     std::mt19937_64 rng(55);
     for (std::int64_t cols : {4096, 4104, 4100})

@@ -1,8 +1,8 @@
 // Round 7 of issue 4: generic stages with large outputs run kWideLanes (128) lanes per dispatch
-// (strided groups and chained fix-ups), the fix-up's combine reads each run's carry as a
-// broadcast value (StageCode::combine_bcast), a scan whose lanes are contiguous writes each
-// step's carry row and streams its output in one op (StageCode::combine_tee), and scratch
-// buffers start 64-byte aligned at varied page offsets.
+// (chained fix-ups; strided groups too until round 11, now 64 rows), the fix-up's combine
+// reads each run's carry as a broadcast value (StageCode::combine_bcast), a scan whose lanes
+// are contiguous writes each step's carry row and streams its output in one op
+// (StageCode::combine_tee), and scratch buffers start 64-byte aligned at varied page offsets.
 //
 // Multipliers of +-1 and small integer addends keep every value exact in any association, so
 // the results must equal the reference executor's bitwise whatever the lanes and blocks.
@@ -110,13 +110,13 @@ TEST(CpuWideLanes, OneDimensionalLinesAreExactForAwkwardLengthsBothCombineOrders
                                {2});
 }
 
-// Along dim 1 the lanes are strided rows in groups of 128; along dim 0 they are contiguous and
-// the combine's tee writes carry and output, next to an epilogue's output that still goes
-// through a staging row. Each case is just above the streaming threshold (16 MiB of outputs):
-// 2053 x 2053 f32 with an epilogue (one output), 1031 x 2053 without (two). Each dim runs
-// forward with one of (epilogue, no epilogue) and reversed with the other, so every dim meets
-// both directions and both kinds of output (the ASan stage of CI spent 77 s on all 8
-// combinations at 2053 x 2053 with 3 thread counts).
+// Along dim 1 the lanes are strided rows in groups of 64 (128 before round 11); along dim 0
+// they are contiguous and the combine's tee writes carry and output, next to an epilogue's
+// output that still goes through a staging row. Each case is just above the streaming
+// threshold (16 MiB of outputs): 2053 x 2053 f32 with an epilogue (one output), 1031 x 2053
+// without (two). Each dim runs forward with one of (epilogue, no epilogue) and reversed with
+// the other, so every dim meets both directions and both kinds of output (the ASan stage of CI
+// spent 77 s on all 8 combinations at 2053 x 2053 with 3 thread counts).
 TEST(CpuWideLanes, LargeTwoDimensionalScansAreExactAlongEitherDimWithAndWithoutAnEpilogue) {
     std::mt19937_64 rng(82);
     for (int dim : {0, 1})

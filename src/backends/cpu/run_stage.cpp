@@ -38,8 +38,8 @@
 //
 // Memory behaviour (issue 4): lanes contiguous in memory form groups as wide as a thread's share
 // of the lines (rows of up to 8 KiB, which the prefetchers follow); strided lanes form groups of
-// 64 (64 streams, a few hundred bytes each per tile, with software prefetch of the next tile),
-// or of 128 for a generic stage with large outputs (half the dispatch per element, round 7).
+// 64 (64 streams, up to 1 KiB each per tile, with software prefetch of the next tile; round 7's
+// 128 for generic stages with large outputs was slower once the scatter was fixed, round 11).
 // A scan along such contiguous rows with large outputs writes each step's carry row and
 // streams its output row in one op (StageCode::combine_tee), where its ops have that variant.
 // Large outputs go out with streaming stores (stream_store.h). A one-op stage (StageCode::
@@ -287,13 +287,13 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     std::int64_t out_bytes = 0;
     for (auto& s : L.out) out_bytes += numel * s.esize;
     L.stream = out_bytes >= kStreamBytes;
-    // Strided lanes of a generic stage with large outputs: kWideLanes per dispatch (affine
-    // last dim 4096x4096: 7.59 -> 6.17 instructions per element, faster in 6 of 6 pairs on 1
-    // and 2 threads); cache-sized ones keep kSubLanes (affine 1024x1024 was slower with 128).
-    int strided = L.stream && !stage.code.serial ? kWideLanes : kSubLanes;
+    // Strided lanes form groups of kSubLanes rows. Round 7 took kWideLanes (128) for generic
+    // stages with large outputs (fewer instructions per element); once round 10 had made the
+    // streaming scatter cheap, the gathers of 2 x 128 rows bounded it, and 64 rows ran affine
+    // last dim 4096x4096 10-15% faster (round 11; 32 rows cost more in dispatch than they saved).
     L.width = inner_lanes ? static_cast<int>(std::clamp<std::int64_t>(
                                 (ceil_div(L.lines, threads) + 63) / 64 * 64, kSubLanes, kMaxLanes))
-                          : strided;
+                          : kSubLanes;
     L.reassociate = !config.ordered;
     // A one-op stage along contiguous rows: a row per lane, each scanned in blocks at the op's
     // throughput (SerialBlockFn) straight from memory, no transposes. Few rows (a group of

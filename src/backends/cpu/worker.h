@@ -27,7 +27,8 @@ namespace scanc::cpu {
 // memory streams, not the dispatch, were the limit. 256 KiB of tiles (half this box's L2; 1 KiB
 // per lane and input for a 64-lane affine) beat 128 KiB in every one of 7 back-to-back pairs
 // (last dim, 1-D and dim 0 affine, round 4): longer runs per stream. Round 7: generic stages
-// with large outputs use kWideLanes (128; run_stage.cpp, run_chain.cpp), 256 was slower.
+// with large outputs use kWideLanes (128) in chained fix-ups (run_chain.cpp), 256 was slower;
+// strided groups went back to 64 in round 11 (run_stage.cpp).
 inline constexpr int kTileBytes = 256 << 10;
 inline constexpr int kSubLanes = kGroupLanes;  // lanes of strided groups (64)
 inline constexpr int kFewLines = 32;     // fewer lines than this: split lines
