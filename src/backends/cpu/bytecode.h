@@ -153,13 +153,41 @@ SerialBlockFn lookup_serial_block_avx2(const OpKey& key);
 // `len` steps each, with streaming stores where a row is 32-byte aligned.
 using Scatter8Fn = void (*)(const float* tile, std::int64_t ts, float* const* dst, int len);
 
+// Phase 1 of a fix-up (Mode::Local) with the lanes in SIMD registers (seg_local.h): a combine
+// of f32 leaves made only of the ops below, interpreted on 8 lanes per vector, 8 steps at a
+// time moved by 8x8 transposes in registers (no tiles in memory, no per-step dispatch). Lanes
+// are scanned in the same order with the same ops as by Worker, so results are the same (which
+// NaN an op returns when both operands are NaN aside).
+struct SegOp {
+    enum Kind : unsigned char { Add, Sub, Mul, Div, MulAdd, AddMul, Copy };
+    Kind kind;
+    short dst, a, b, c;  // registers; MulAdd: a * b + c, AddMul: c + a * b
+};
+struct SegProgram {
+    static constexpr int kMaxRegs = 32, kMaxLeaves = 4;
+    int leaves = 0;
+    std::vector<SegOp> ops;                      // the combine
+    std::vector<std::pair<int, float>> consts;  // registers filled once
+    int carry[kMaxLeaves] = {}, x[kMaxLeaves] = {}, next[kMaxLeaves] = {};  // per leaf
+};
+struct SegArgs {
+    const float* in[SegProgram::kMaxLeaves];  // per leaf: lane 0's walking step 0 (forward, step 1)
+    float* local[SegProgram::kMaxLeaves];     // per leaf: lane 0's local scan at step 0
+    std::int64_t lane_stride;                 // elements from one lane's start to the next's
+    std::int64_t steps;                       // per lane, a multiple of 8
+    int lanes;                                // a multiple of 8
+    std::uint64_t* totals;                    // per lane and leaf: its last carry (low 4 bytes)
+};
+using SegLocalFn = void (*)(const SegProgram& p, const SegArgs& a);
+
 // Memory helpers for the runner (worker.h, compiled without AVX2), picked for this CPU once like
 // the op table: stream_copy as in stream_store.h; fill writes `n` copies of a value of `bytes`
-// (1, 2, 4 or 8) bytes, the low bytes of `v`; scatter8_f32 is null without AVX2.
+// (1, 2, 4 or 8) bytes, the low bytes of `v`; scatter8_f32 and seg_local are null without AVX2.
 struct MemFns {
     void (*stream_copy)(void* dst, const void* src, std::size_t bytes);
     void (*fill)(std::byte* dst, int bytes, std::uint64_t v, int n);
     Scatter8Fn scatter8_f32;
+    SegLocalFn seg_local = nullptr;
 };
 const MemFns& mem_fns();
 MemFns mem_fns_baseline();

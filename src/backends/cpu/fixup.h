@@ -49,11 +49,11 @@ inline std::vector<Piece> split_line(std::int64_t a, std::int64_t b, bool short_
 }
 
 // Walking steps per thread and superblock of a split (or per block of a chained split,
-// chain.h): about kPortionBytes of the stage's memory traffic per lane, so a thread's part
+// chain.h): about `budget` bytes of the stage's memory traffic per lane, so a thread's part
 // stays in L2. Split-B with `lanes` lanes per piece (kSubLanes or kWideLanes): the portion is
 // scaled by lanes / kSubLanes, so the lanes keep their length.
 std::int64_t portion_steps(const StageCode& code, const Layout& L, bool split_b,
-                           int lanes = kSubLanes);
+                           int lanes = kSubLanes, std::int64_t budget = kPortionBytes);
 
 // The fix-up scheme (run_fixup.cpp), for a split line of a generic (not one-op) stage whose
 // outputs all store leaves unchanged: phase 1 scans each lane without a carry into a local

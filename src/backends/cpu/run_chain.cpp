@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fixup.h"
+#include "seg_local.h"
 #include "thread_pool.h"
 
 namespace scanc::cpu {
@@ -134,7 +135,14 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
     // Lines with large outputs: kWideLanes lanes per block (affine 1-D: 10.6 -> 9.3
     // instructions per element); smaller ones keep the small-scan tuning of kSubLanes.
     int lanes = L.stream ? kWideLanes : kSubLanes;
-    std::int64_t portion = portion_steps(code, L, true, lanes);
+    // Phase 1 in SIMD registers where the stage allows (seg_local.h; the same results), for
+    // large outputs on blocks of a third of the budget: its compute got cheaper than the
+    // block's trips out of L2 (affine 1-D 2^26, 2 threads, ms: 768 KiB 85-112, 384 KiB 72-97,
+    // 256 KiB 66-106 (mostly 74-87), 192 KiB 77-97; Worker's path 90-123 alongside).
+    if (!ts[0].seg) ts[0].seg = std::make_unique<SegLocal>(code, L, dir);
+    const SegLocal& seg = *ts[0].seg;
+    std::int64_t budget = seg.active() && L.stream ? kSegPortionBytes : kPortionBytes;
+    std::int64_t portion = portion_steps(code, L, true, lanes, budget);
     bool short_line = L.steps <= portion;
     std::int64_t len = short_line ? ceil_div(L.steps, threads) : portion;
     Chain chain(L, len, threads, leaves);
@@ -163,6 +171,11 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
         st.totals.resize(items);
         w.set_ahead(nullptr);
         for (int i = 0; auto& pc : pieces) {
+            if (seg.usable(pc)) {
+                seg.run(blk.line, pc, *st.local, st.totals, i);
+                i += pc.lanes;
+                continue;
+            }
             w.set_lanes(pc.lanes, [&](int) { return blk.line; },
                         [&](int l) { return pc.start + l * pc.steps; });
             w.set_local(st.local->bases(), st.local->origin(), dir);

@@ -14,14 +14,15 @@ int fixup_dir(const StageCode& code, const Layout& L) {
     return dir == 1 || dir == -1 ? static_cast<int>(dir) : 0;
 }
 
-std::int64_t portion_steps(const StageCode& code, const Layout& L, bool split_b, int lanes) {
+std::int64_t portion_steps(const StageCode& code, const Layout& L, bool split_b, int lanes,
+                           std::int64_t budget) {
     std::int64_t bytes_per_step = 0;
     for (auto& s : L.in) bytes_per_step += s.tiled && s.step ? s.esize : 0;
     for (auto& s : L.out) bytes_per_step += s.esize;
     bytes_per_step = std::max<std::int64_t>(bytes_per_step, 1);
     std::int64_t job_lanes = split_b ? 1 : L.width;
     std::int64_t portion = std::max<std::int64_t>(4 * Worker::tile_steps(L, L.width),
-                                                  kPortionBytes / (bytes_per_step * job_lanes));
+                                                  budget / (bytes_per_step * job_lanes));
     if (split_b) portion = portion * lanes / kSubLanes;
     // Split-B of many lanes: a whole number of split_range's lanes (odd multiples of 16 steps),
     // so a thread's part of a full superblock is one piece, not one plus a piece of short lanes

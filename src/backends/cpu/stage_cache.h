@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fixup.h"
+#include "seg_local.h"
 
 namespace scanc::cpu {
 
@@ -17,6 +18,7 @@ namespace scanc::cpu {
 struct ThreadState {
     std::unique_ptr<Worker> w, fw;  // the stage's lanes; fix-ups (fixup.h)
     std::unique_ptr<LocalScans> local;
+    std::unique_ptr<SegLocal> seg;  // run_chain's register phase 1 (thread 0's state keeps it)
     LaneValues totals, carry;  // run_chain's per-block lane totals and carries
     std::vector<std::uint64_t> run;
     std::vector<const std::uint64_t*> ptrs;

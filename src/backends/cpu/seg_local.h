@@ -1,0 +1,39 @@
+// Phase 1 of a fix-up (fixup.h) in SIMD registers (issue 4, round 13): for a stage whose
+// combine over f32 leaves is made only of + - * /, multiply-adds and copies, whose step code is
+// empty (every leaf read in place from an f32 input walked forward) and which captures nothing,
+// a piece of 8k lanes of 8m steps runs through SegLocalFn (ops_seg_local.inc) instead of
+// Worker::run(Mode::Local): no input or local tiles in memory and no dispatch per step. Same
+// lanes, same sequence of ops per lane, so the same local scans and totals bit for bit (which
+// NaN an op returns when both operands are NaN aside); every other stage or piece keeps
+// Worker's path.
+#pragma once
+
+#include "fixup.h"
+
+namespace scanc::cpu {
+
+// Per-block budget of chained fix-ups whose phase 1 runs here (kPortionBytes: Worker's).
+inline constexpr std::int64_t kSegPortionBytes = 256 << 10;
+
+class SegLocal {
+public:
+    // Unusable (usable() false for every piece) when the stage or the CPU does not qualify.
+    SegLocal(const StageCode& code, const Layout& L, int dir);
+
+    bool active() const { return fn_ != nullptr; }
+    bool usable(const Piece& pc) const {
+        return fn_ && pc.lanes % 8 == 0 && pc.steps % 8 == 0 && pc.lanes > 0 && pc.steps > 0;
+    }
+    // Phase 1 of piece `pc` of `line`: local scans into `local`'s buffers (cover()ed for it),
+    // lane totals into `totals` entries i...
+    void run(std::int64_t line, const Piece& pc, const LocalScans& local, LaneValues& totals,
+             int i) const;
+
+private:
+    const Layout& L_;
+    SegLocalFn fn_ = nullptr;
+    SegProgram prog_;
+    int slot_[SegProgram::kMaxLeaves] = {};  // per leaf: the input slot its x reads
+};
+
+}  // namespace scanc::cpu
