@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cache.h"
+#include "driver.h"
 #include "gpu_test_util.h"
 
 namespace scanc {
@@ -59,6 +60,81 @@ program p(a: f32[B, L, D], b: f32[B, L, D]) { (_, h) = scan affine(a, b) dim=1
     // A second executable of the same program finds the loaded module.
     CudaBackend().compile(program);
     EXPECT_EQ(cuda_cache_stats().compiles, after_compile.compiles);
+    fs::remove_all(dir);
+    unsetenv("SCANC_CACHE_DIR");
+}
+
+// A host tensor copied to the device, seen through `sizes` and `strides` (elements).
+class DeviceCopy {
+public:
+    DeviceCopy(const Tensor& host) : bytes_(host.numel() * dtype_size(host.dtype())) {
+        cuda::ContextGuard guard(0);
+        SCANC_CU(cuMemAlloc, &ptr_, bytes_);
+        SCANC_CU(cuMemcpyHtoDAsync, ptr_, host.data(), bytes_, nullptr);
+        SCANC_CU(cuStreamSynchronize, nullptr);
+    }
+    ~DeviceCopy() {
+        cuda::ContextGuard guard(0);
+        cuda::driver().cuMemFree(ptr_);
+    }
+    TensorView view(const TensorView& host_view) const {
+        TensorView v = host_view;
+        v.data = reinterpret_cast<void*>(ptr_);
+        v.device = {DeviceKind::CUDA, 0};
+        return v;
+    }
+
+private:
+    std::size_t bytes_;
+    CUdeviceptr ptr_ = 0;
+};
+
+Tensor to_host(const Tensor& t) {
+    Tensor back = Tensor::empty(t.dtype(), t.view().sizes);
+    cuda::ContextGuard guard(0);
+    SCANC_CU(cuMemcpyDtoHAsync, back.data(), reinterpret_cast<CUdeviceptr>(t.data()),
+             back.numel() * dtype_size(t.dtype()), nullptr);
+    SCANC_CU(cuStreamSynchronize, nullptr);
+    return back;
+}
+
+TEST(CudaCache, RowsWithOtherStridesCompileOneMoreLayoutClassOnce) {
+    // Contiguous rows run with their steps compiled in; rows read with strides that depend on the
+    // sizes (a transposed view) need the class whose steps are kernel arguments: one more
+    // compile, once, whatever the sizes; contiguous inputs go back to the first module.
+    SKIP_WITHOUT_GPU();
+    fs::path dir = fresh_cache_dir();
+    auto program = cuda_test::parse_program(R"(
+combine add(a | b) { return a + b }
+program rows_in_two_layouts(x: f32[M, N]) { y = scan add(x) dim=1
+  return y }
+)");  // a name no other test uses: its source is new to this process's module cache
+    std::mt19937_64 rng(11);
+    const int first = cuda_cache_stats().compiles;
+    auto exe = CudaBackend().compile(program);
+    auto reference = ReferenceBackend().compile(program);
+    auto expect_scan = [&](TensorView host_view, int compiles_since_first) {
+        Tensor host = cuda_test::random_tensor(DType::F32, {host_view.sizes[0] * host_view.sizes[1]}, rng);
+        host_view.data = host.data();
+        DeviceCopy device(host);
+        auto want = reference->run(std::vector<TensorView>{host_view});
+        auto got = exe->run(std::vector<TensorView>{device.view(host_view)});
+        EXPECT_TRUE(cuda_test::close(to_host(got[0]), want[0], 0, 0))
+            << host_view.sizes[0] << "x" << host_view.sizes[1] << " with strides " << host_view.strides[0] << ", "
+            << host_view.strides[1];
+        EXPECT_EQ(cuda_cache_stats().compiles - first, compiles_since_first);
+    };
+    auto shaped = [](std::int64_t m, std::int64_t n, std::int64_t sm, std::int64_t sn) {
+        TensorView v;
+        v.dtype = DType::F32;
+        v.sizes = {m, n};
+        v.strides = {sm, sn};
+        return v;
+    };
+    expect_scan(shaped(7, 5003, 5003, 1), 1);     // contiguous: the class compiled first
+    expect_scan(shaped(300, 4099, 1, 300), 2);    // transposed: steps as arguments
+    expect_scan(shaped(17, 20000, 1, 17), 2);     // another transposed size: the same class
+    expect_scan(shaped(64, 131, 131, 1), 2);      // contiguous again: the first module
     fs::remove_all(dir);
     unsetenv("SCANC_CACHE_DIR");
 }

@@ -69,6 +69,28 @@ TEST(CudaCodegen, SourceDependsOnStructureNotSizes) {
     EXPECT_NE(a.find("sc_exp"), std::string::npos);  // the prologue's exp(dt * A) is inlined
 }
 
+TEST(CudaCodegen, ContiguousLayoutStepsByElementSizeSliceStepAndZeroWhereBroadcast) {
+    auto plan = cuda::make_plan(mamba_like());
+    auto layout = cuda::contiguous_layout(plan);
+    ASSERT_EQ(layout.size(), 1u);
+    const auto& stage = plan.stages[0];
+    ASSERT_EQ(layout[0].in.size(), stage.inputs.size());
+    for (std::size_t k = 0; k < stage.inputs.size(); ++k)
+        EXPECT_EQ(layout[0].in[k], stage.inputs[k].input == 2 ? 0 : 4) << "input " << stage.inputs[k].input;
+    EXPECT_EQ(layout[0].out, std::vector<std::int64_t>{4});
+
+    dsl::ProgramBuilder b("every_third");
+    Size N = b.symbol("N");
+    Expr x = b.param("x", DType::F64, {N}), w = b.param("w", DType::F64, {N});
+    Exprs y = b.scan(affine(), {dsl::slice(x, 0, 0, N, 3), dsl::slice(w, 0, 0, N, 3)}, 0);
+    auto sliced = cuda::make_plan(b.build({y[1]}));
+    EXPECT_EQ(cuda::contiguous_layout(sliced)[0].in, (std::vector<std::int64_t>{24, 24}));
+    // The source compiles the steps in; with fixsteps=0 (a measurement) they are all arguments.
+    std::string source = cuda::generate_source(sliced, 90, cuda::contiguous_layout(sliced));
+    EXPECT_NE(source.find("STEP_IN[NIN] = {24, 24}, STEP_OUT[NOUT] = {8}"), std::string::npos);
+    EXPECT_NE(cuda::generate_source(sliced, 90, {}).find("STEP_IN[NIN] = {-1, -1}"), std::string::npos);
+}
+
 TEST(CudaCodegen, RejectsAnUnknownArchWithAMessage) {
     try {
         emit_cuda(mamba_like(), "gfx90a");

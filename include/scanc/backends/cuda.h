@@ -41,7 +41,9 @@ std::string cuda_unavailable_reason();
 
 // What `scanc emit --target cuda` writes: the generated CUDA C++ source (`ptx` false), or the
 // PTX NVRTC makes of it for `arch` (`ptx` true; needs libnvrtc, not a GPU). `arch` is "sm_90"
-// style. Compiling the source for a real arch needs no GPU either: see cuda_compile_check.
+// style. It is the source of contiguous inputs: the rows kernels' steps along the scan dim are
+// compiled in (STEP_IN/STEP_OUT); inputs with other strides along it run a second class of the
+// same program whose steps are kernel arguments. Compiling the source for a real arch needs no GPU either: see cuda_compile_check.
 std::string emit_cuda(const ProgramRef& program, std::string_view arch = "sm_90", bool ptx = false);
 
 // Compiles the program's generated source with NVRTC for `arch` and returns the size of the

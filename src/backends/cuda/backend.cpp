@@ -26,6 +26,12 @@ void check_arch(std::string_view arch) {
         user_error({}, cat("unknown CUDA arch `", arch, "`; expected sm_NN with NN >= 70, e.g. sm_90"));
 }
 
+// What runs for contiguous inputs (the layout class executables compile first).
+std::string contiguous_source(const ProgramRef& program, std::string_view arch) {
+    cuda::Plan plan = cuda::make_plan(program);
+    return cuda::generate_source(plan, cc_of(arch), cuda::contiguous_layout(plan));
+}
+
 }  // namespace
 
 bool cuda_available() { return cuda::gpu_available(); }
@@ -50,7 +56,7 @@ std::unique_ptr<Executable> CudaBackend::compile(const ProgramRef& program) {
 
 std::string emit_cuda(const ProgramRef& program, std::string_view arch, bool ptx) {
     check_arch(arch);
-    std::string source = cuda::generate_source(cuda::make_plan(program), cc_of(arch));
+    std::string source = contiguous_source(program, arch);
     if (!ptx) return source;
     auto out = cuda::nvrtc_compile(source, cat("compute_", cc_of(arch)), program->name + ".cu");
     return std::string(out.binary.data(), strnlen(out.binary.data(), out.binary.size()));
@@ -58,7 +64,7 @@ std::string emit_cuda(const ProgramRef& program, std::string_view arch, bool ptx
 
 std::size_t cuda_compile_check(const ProgramRef& program, std::string_view arch) {
     check_arch(arch);
-    std::string source = cuda::generate_source(cuda::make_plan(program), cc_of(arch));
+    std::string source = contiguous_source(program, arch);
     return cuda::nvrtc_compile(source, std::string(arch), program->name + ".cu").binary.size();
 }
 

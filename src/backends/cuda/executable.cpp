@@ -93,7 +93,10 @@ public:
     }
 
     std::vector<Tensor> launch_all() {
-        for (std::size_t s = 0; s < plan_.stages.size(); ++s) launch(plan_.stages[s], exe_.kernels_[s]);
+        std::vector<std::optional<StageLayout>> wanted;
+        for (const Stage& s : plan_.stages) wanted.push_back(rows_layout(s));
+        const Module& module = exe_.module_for(wanted);
+        for (std::size_t s = 0; s < plan_.stages.size(); ++s) launch(plan_.stages[s], module.kernels[s]);
         std::vector<Tensor> out;
         for (auto& r : results_) out.push_back(host_ ? to_host(r) : to_device_tensor(r));
         if (host_) SCANC_CU(cuStreamSynchronize, stream_);
@@ -165,6 +168,28 @@ private:
         for (int k = 0; k < t.part; ++k) offset += t.parent->inputs[k]->type().shape[d].evaluate(bindings_);
         v.ptr += static_cast<CUdeviceptr>(offset * v.strides[d] * static_cast<i64>(dtype_size(v.dtype)));
         return v;
+    }
+
+    // The layout class stage `s` needs when a rows kernel runs it (inner extent 1, rows longer
+    // than one element): each access's and output's byte step along the scan dim, where it is its
+    // element size, 0 or the contiguous class's step, else kRuntimeStep (a stride that depends on
+    // sizes must not be compiled in). None when any class will do.
+    std::optional<StageLayout> rows_layout(const Stage& s) {
+        if (!s.is_scan) return std::nullopt;
+        std::vector<i64> shape = evaluate_shape(stage_shape(s), bindings_);
+        i64 inner = 1;
+        for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
+        if (inner != 1 || shape[s.dim] <= 1) return std::nullopt;
+        const StageLayout& contiguous = exe_.modules_.front().layout[s.id];
+        auto step = [&](const DeviceView& v, i64 expected) {
+            const i64 size = static_cast<i64>(dtype_size(v.dtype));
+            const i64 actual = broadcast_strides(v, shape)[s.dim] * size;
+            return actual == 0 || actual == size || actual == expected ? actual : kRuntimeStep;
+        };
+        StageLayout layout;
+        for (std::size_t k = 0; k < s.inputs.size(); ++k) layout.in.push_back(step(source_view(s.inputs[k]), contiguous.in[k]));
+        for (std::size_t k = 0; k < s.outputs.size(); ++k) layout.out.push_back(step(target_view(s.outputs[k].target), contiguous.out[k]));
+        return layout;
     }
 
     // Kernel argument block: size[R], in[NIN] {ptr, byte stride[R]}, out[NOUT] {...}, scan params.
@@ -311,10 +336,17 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
         cuuint64_t keep = ~cuuint64_t{0};
         driver().cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
     }
-    CUmodule module = load_module(generate_source(plan_, cc), info.arch(), device_);
+    cc_ = cc;
+    modules_.push_back(load(contiguous_layout(plan_)));
+}
+
+CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
+    const DeviceInfo& info = device_info(device_);
+    Module m{layout, {}};
+    CUmodule module = load_module(generate_source(plan_, cc_, layout), info.arch(), device_);
     for (const Stage& s : plan_.stages) {
         Kernels k;
-        k.tuning = stage_tuning(s, cc);
+        k.tuning = stage_tuning(s, cc_);
         if (s.is_scan) {
             SCANC_CU(cuModuleGetFunction, &k.rows, module, cat("scanc_rows_", s.id).c_str());
             SCANC_CU(cuModuleGetFunction, &k.rows_shared, module, cat("scanc_rows_shared_", s.id).c_str());
@@ -333,8 +365,24 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
         } else {
             SCANC_CU(cuModuleGetFunction, &k.map, module, cat("scanc_map_", s.id).c_str());
         }
-        kernels_.push_back(k);
+        m.kernels.push_back(k);
     }
+    return m;
+}
+
+const CudaExecutable::Module& CudaExecutable::module_for(const std::vector<std::optional<StageLayout>>& wanted) {
+    auto runs = [&](const Module& m) {
+        for (std::size_t s = 0; s < wanted.size(); ++s)
+            if (wanted[s] && !(*wanted[s] == m.layout[s])) return false;
+        return true;
+    };
+    for (const Module& m : modules_)
+        if (runs(m)) return m;
+    Layout layout = modules_.front().layout;
+    for (std::size_t s = 0; s < wanted.size(); ++s)
+        if (wanted[s]) layout[s] = *wanted[s];
+    modules_.push_back(load(layout));
+    return modules_.back();
 }
 
 CudaExecutable::~CudaExecutable() {

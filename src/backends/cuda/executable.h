@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "codegen/codegen.h"
@@ -27,7 +28,17 @@ private:
         unsigned rows_smem = 0, resident_smem = 0;  // dynamic shared memory (the transposes)
         int resident_per_sm = 0;                    // blocks of the resident kernel per SM
     };
+    // One compiled layout class of the program (codegen.h): its kernels per stage.
+    struct Module {
+        Layout layout;
+        std::vector<Kernels> kernels;
+    };
     class Run;  // one run's allocations and launches (executable.cpp)
+
+    // A module that runs `wanted` (per stage: the class a rows launch needs, or none when any
+    // will do), compiling one on a miss with the contiguous class where nothing is wanted.
+    const Module& module_for(const std::vector<std::optional<StageLayout>>& wanted);
+    Module load(const Layout& layout);
 
     // The status words and tile counter for `bytes` of look-back state; bumps the epoch.
     void prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream,
@@ -37,8 +48,8 @@ private:
     ProgramRef program_;
     Plan plan_;
     int device_;
-    int sm_count_ = 0;
-    std::vector<Kernels> kernels_;  // per stage
+    int sm_count_ = 0, cc_ = 0;
+    std::vector<Module> modules_;  // the contiguous class first, then others as runs need them
     std::mutex mu_;
     CUdeviceptr lookback_ = 0;      // [counter (256 bytes)][status words]
     std::size_t lookback_bytes_ = 0;

@@ -12,6 +12,7 @@
 // and dtypes only, never on sizes or strides.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,9 +75,26 @@ Tuning stage_tuning(const Stage& stage, int cc);
 // The state words of a scan stage (sum over leaves of state_words).
 int stage_state_words(const Stage& stage);
 
-// The complete CUDA C++ source of a plan for compute capability `cc`: prelude, one K struct
-// per stage, extern "C" kernels.
-std::string generate_source(const Plan& plan, int cc);
+// A layout class: per stage, each access's and output's byte step along the scan dim as the
+// rows kernels take it, fixed at compile time so that a thread's loads and stores are immediate
+// offsets from one pointer; kRuntimeStep reads the stride from the kernel arguments instead. A
+// row that is contiguous steps by its element size, a broadcast one by 0. The other kernels
+// always read strides from the arguments, so any class runs them.
+inline constexpr std::int64_t kRuntimeStep = -1;
+struct StageLayout {
+    std::vector<std::int64_t> in, out;  // per access, per output (empty for map stages)
+    bool operator==(const StageLayout&) const = default;
+};
+using Layout = std::vector<StageLayout>;  // per stage
+
+// The class of contiguous inputs, read off the program alone: an access steps by its element
+// size times the steps of its slices along the scan dim, or 0 where it is broadcast along it
+// (rank too short, or an extent of constant 1).
+Layout contiguous_layout(const Plan& plan);
+
+// The complete CUDA C++ source of a plan in layout class `layout` for compute capability `cc`:
+// prelude, one K struct per stage, extern "C" kernels.
+std::string generate_source(const Plan& plan, int cc, const Layout& layout);
 
 std::string_view cuda_prelude();  // scalar semantics, arguments, cursors, look-back words
 std::string_view cuda_kernels();  // the kernel templates (rows, resident rows, cols, map)

@@ -26,13 +26,19 @@ __device__ __forceinline__ int striped_at(int k, int lane, int it, int lw) {
 template <class K, int IT>
 __device__ __forceinline__ void load_striped(const typename K::Args& a, const typename K::Ctx& x, i64 t0,
                                              int nval, typename K::State (&items)[IT], int lw = 5) {
-    typename K::Cur c = seek<K>(a, x, phys<K>(a.p, t0));
-    const auto s = steps<K>(a, K::REVERSE ? -(1 << lw) : 1 << lw);
+    typename K::Cur c = seek<K, true>(a, x, phys<K>(a.p, t0));
+    const auto s = steps<K, true>(a, K::REVERSE ? -(1 << lw) : 1 << lw);
     #pragma unroll
     for (int k = 0; k < IT; ++k) {
         items[k] = (k << lw) < nval ? K::load(c) : typename K::State{};
         advance<K>(c, s);
     }
+}
+// Where a thread's item k lies in the segment, blocked (padded): (lane x IT + k) + one word per
+// 32, split so that when IT is a multiple of 32 the lane's part is one base and k's a constant.
+template <int IT> __device__ __forceinline__ int blocked_at(int lane, int k) {
+    if constexpr (IT % 32 == 0) return lane * (IT + IT / 32) + pad32(k);
+    else return pad32(lane * IT + k);
 }
 // Striped -> blocked, then the thread's inclusive scan of its nv valid items and the group's
 // inclusive scan of thread totals: (ex, exh) is the lane's exclusive group prefix, (tot, toth) on
@@ -55,7 +61,7 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT>& sw, typename K::Sta
     for (int k = 0; k < IT; ++k) {
         u32 w[K::NW];
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][pad32(lane * IT + k)];
+        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][blocked_at<IT>(lane, k)];
         items[k] = K::from_words(w);
     }
     // agg = the last valid item (a k == nv - 1 select becomes an indexed load that puts items[]
@@ -96,11 +102,11 @@ __device__ __forceinline__ void store_segment(const typename K::Args& a, const t
     for (int k = 0; k < IT; ++k) {
         u32 w[K::NW]; K::to_words(items[k], w);
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) sw[j][pad32(lane * IT + k)] = w[j];
+        for (int j = 0; j < K::NW; ++j) sw[j][blocked_at<IT>(lane, k)] = w[j];
     }
     __syncwarp();
-    typename K::Cur c = seek<K>(a, x, phys<K>(a.p, t0));
-    const auto s = steps<K>(a, K::REVERSE ? -(1 << lw) : 1 << lw);
+    typename K::Cur c = seek<K, true>(a, x, phys<K>(a.p, t0));
+    const auto s = steps<K, true>(a, K::REVERSE ? -(1 << lw) : 1 << lw);
     #pragma unroll
     for (int k = 0; k < IT; ++k) {
         u32 w[K::NW];

@@ -1,6 +1,7 @@
 // Splitting a program into stages (see codegen.h).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "codegen.h"
@@ -150,5 +151,26 @@ private:
 }  // namespace
 
 Plan make_plan(const ProgramRef& program) { return Planner(program).run(); }
+
+Layout contiguous_layout(const Plan& plan) {
+    Layout layout(plan.stages.size());
+    for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+        const Stage& s = plan.stages[i];
+        if (!s.is_scan) continue;
+        for (const Access& a : s.inputs) {
+            const Shape& shape = a.node->type().shape;
+            const int d = s.dim - (s.rank - static_cast<int>(shape.size()));  // the scan dim in the access
+            std::int64_t step = static_cast<std::int64_t>(dtype_size(a.dtype));
+            if (d < 0 || shape[d].constant() == std::optional<std::int64_t>(1)) step = 0;
+            for (const Node* slice : a.slices)
+                if (slice->as<SliceAttr>().dim == d) step *= slice->as<SliceAttr>().step;
+            layout[i].in.push_back(step);
+        }
+        // A scan's outputs are whole results or buffers of its shape, allocated contiguous.
+        for (const StageOutput& o : s.outputs)
+            layout[i].out.push_back(static_cast<std::int64_t>(dtype_size(o.value->type().dtype)));
+    }
+    return layout;
+}
 
 }  // namespace scanc::cuda

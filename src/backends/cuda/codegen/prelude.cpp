@@ -141,21 +141,31 @@ template <class T> __device__ __forceinline__ void st(char* p, i64 off, T v) { *
 // where recomputing base + t * stride costs a 64-bit multiply and several adds.
 template <int NIN, int NOUT> struct Cursor { const char* in[NIN]; char* out[NOUT]; };
 template <int NIN, int NOUT> struct Steps { i64 in[NIN], out[NOUT]; };
-template <class K>
+// A cursor's byte step along the scan dim per unit of t: the layout class's (K::STEP_IN/OUT,
+// compiled in, so that the unrolled items become immediate offsets) where FIXED (the rows
+// kernels) and the class fixed one, else the argument's stride.
+template <class K, bool FIXED> __device__ __forceinline__ i64 in_stride(const typename K::Args& a, int j) {
+    return FIXED && K::STEP_IN[j] >= 0 ? K::STEP_IN[j] : a.in[j].stride[K::D];
+}
+template <class K, bool FIXED> __device__ __forceinline__ i64 out_stride(const typename K::Args& a, int j) {
+    return FIXED && K::STEP_OUT[j] >= 0 ? K::STEP_OUT[j] : a.out[j].stride[K::D];
+}
+template <class K, bool FIXED = false>
 __device__ __forceinline__ typename K::Cur seek(const typename K::Args& a, const typename K::Ctx& x, i64 t) {
     typename K::Cur c;
     #pragma unroll
-    for (int j = 0; j < K::NIN; ++j) c.in[j] = a.in[j].ptr + x.bin[j] + t * a.in[j].stride[K::D];
+    for (int j = 0; j < K::NIN; ++j) c.in[j] = a.in[j].ptr + x.bin[j] + t * in_stride<K, FIXED>(a, j);
     #pragma unroll
-    for (int j = 0; j < K::NOUT; ++j) c.out[j] = a.out[j].ptr + x.bout[j] + t * a.out[j].stride[K::D];
+    for (int j = 0; j < K::NOUT; ++j) c.out[j] = a.out[j].ptr + x.bout[j] + t * out_stride<K, FIXED>(a, j);
     return c;
 }
-template <class K> __device__ __forceinline__ Steps<K::NIN, K::NOUT> steps(const typename K::Args& a, i64 dt) {
+template <class K, bool FIXED = false>
+__device__ __forceinline__ Steps<K::NIN, K::NOUT> steps(const typename K::Args& a, i64 dt) {
     Steps<K::NIN, K::NOUT> s;
     #pragma unroll
-    for (int j = 0; j < K::NIN; ++j) s.in[j] = dt * a.in[j].stride[K::D];
+    for (int j = 0; j < K::NIN; ++j) s.in[j] = dt * in_stride<K, FIXED>(a, j);
     #pragma unroll
-    for (int j = 0; j < K::NOUT; ++j) s.out[j] = dt * a.out[j].stride[K::D];
+    for (int j = 0; j < K::NOUT; ++j) s.out[j] = dt * out_stride<K, FIXED>(a, j);
     return s;
 }
 template <class K> __device__ __forceinline__ void advance(typename K::Cur& c, const Steps<K::NIN, K::NOUT>& s) {
