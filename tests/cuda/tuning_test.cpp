@@ -17,7 +17,7 @@ struct Env {
 TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     Tuning table = choose_tuning(2, 90);
     Env env("rows=64x8,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
-            "nondet=1,stamps=1,cmajor=0");
+            "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0");
     Tuning t = choose_tuning(2, 90);
     EXPECT_EQ(t.row_threads, 64);
     EXPECT_EQ(t.row_items, 8);
@@ -36,6 +36,9 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_TRUE(t.tickets);
     EXPECT_TRUE(t.nondeterministic);
     EXPECT_TRUE(t.stamps);
+    EXPECT_FALSE(t.fixed_steps);
+    EXPECT_FALSE(t.vector_rows);
+    EXPECT_TRUE(table.fixed_steps && table.vector_rows);
     EXPECT_EQ(t.map_threads, table.map_threads);
 }
 
@@ -51,7 +54,7 @@ TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
 }
 
 TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
-    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "256,16,256"}) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "fixsteps=2", "vec=on", "256,16,256"}) {
         SCOPED_TRACE(bad);
         Env env(bad);
         try {
@@ -66,6 +69,8 @@ TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
 TEST(CudaTuning, TransposeBytesCountEveryWarpsPaddedSegment) {
     // 4 warps x 2 words x (32 x 8 items + 8 padding words) x 4 bytes
     EXPECT_EQ(transpose_smem_bytes(128, 8, 2), 4 * 2 * (256 + 8) * 4);
+    // the vector rows kernels pad by four words per 32
+    EXPECT_EQ(transpose_smem_bytes(128, 8, 2, true), 4 * 2 * (256 + 32) * 4);
 }
 
 }  // namespace

@@ -192,6 +192,26 @@ private:
         return layout;
     }
 
+    // Whether the vector rows kernels may run stage `s` (its module has them, so every access
+    // steps by its element size or 0 along the scan dim): rows of a multiple of 4 elements
+    // whose every row of every stepping access and output starts at a multiple of 4 elements'
+    // bytes (pointer and the other dims' strides).
+    bool whole_vectors(const Stage& s, const std::vector<i64>& shape) {
+        if (shape[s.dim] % 4) return false;
+        auto aligned = [&](const DeviceView& v) {
+            std::vector<i64> strides = broadcast_strides(v, shape);  // in elements
+            if (strides[s.dim] == 0) return true;  // broadcast along the row: read as a scalar
+            bool ok = v.ptr % (4 * dtype_size(v.dtype)) == 0;
+            for (std::size_t j = 0; j < strides.size(); ++j) ok = ok && (static_cast<int>(j) == s.dim || strides[j] % 4 == 0);
+            return ok;
+        };
+        for (const Access& a : s.inputs)
+            if (!aligned(source_view(a))) return false;
+        for (const StageOutput& o : s.outputs)
+            if (!aligned(target_view(o.target))) return false;
+        return true;
+    }
+
     // Kernel argument block: size[R], in[NIN] {ptr, byte stride[R]}, out[NOUT] {...}, scan params.
     std::vector<i64> pack(const Stage& s, const std::vector<i64>& shape) {
         std::size_t rank = std::max<std::size_t>(shape.size(), 1);
@@ -258,6 +278,10 @@ private:
                 lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
                 status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
                 fn = per_tile > 1 ? k.rows_shared : k.rows;
+                if (k.rows_vec && whole_vectors(s, shape)) {
+                    fn = per_tile > 1 ? k.rows_shared_vec : k.rows_vec;
+                    smem = k.rows_vec_smem;
+                }
             } else {
                 groups = ceil_div(inner, 32);
                 chunks = ceil_div(len, i64{t.col_warps} * t.col_rows);
@@ -275,7 +299,7 @@ private:
             for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
                           len, inner, chunks, groups, per_tile})
                 args.push_back(v);
-            if ((fn == k.rows || fn == k.rows_shared) && t.stamps) {  // after the look-back words (A, P copies)
+            if (fn != k.resident && fn != k.cols && t.stamps) {  // after the look-back words (A, P copies)
                 const i64 tile = i64{t.row_threads} * t.row_items;
                 stamps.emplace(status + static_cast<CUdeviceptr>(lookback_words * 8),
                                StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
@@ -348,8 +372,11 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
         Kernels k;
         k.tuning = stage_tuning(s, cc_);
         if (s.is_scan) {
-            SCANC_CU(cuModuleGetFunction, &k.rows, module, cat("scanc_rows_", s.id).c_str());
-            SCANC_CU(cuModuleGetFunction, &k.rows_shared, module, cat("scanc_rows_shared_", s.id).c_str());
+            SCANC_CU(cuModuleGetFunction, &k.rows, module, rows_kernel_name(s.id, false, false).c_str());
+            SCANC_CU(cuModuleGetFunction, &k.rows_shared, module, rows_kernel_name(s.id, true, false).c_str());
+            if (driver().cuModuleGetFunction(&k.rows_vec, module, rows_kernel_name(s.id, false, true).c_str()) != CUDA_SUCCESS ||
+                driver().cuModuleGetFunction(&k.rows_shared_vec, module, rows_kernel_name(s.id, true, true).c_str()) != CUDA_SUCCESS)
+                k.rows_vec = k.rows_shared_vec = nullptr;
             SCANC_CU(cuModuleGetFunction, &k.cols, module, cat("scanc_cols_", s.id).c_str());
             SCANC_CU(cuModuleGetFunction, &k.resident, module, cat("scanc_resident_", s.id).c_str());
             const Tuning& t = k.tuning;
@@ -357,6 +384,11 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
             k.rows_smem = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, t.row_items, nw));
             allow_dynamic_smem(k.rows, k.rows_smem, info);
             allow_dynamic_smem(k.rows_shared, k.rows_smem, info);
+            if (k.rows_vec) {
+                k.rows_vec_smem = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, t.row_items, nw, true));
+                allow_dynamic_smem(k.rows_vec, k.rows_vec_smem, info);
+                allow_dynamic_smem(k.rows_shared_vec, k.rows_vec_smem, info);
+            }
             k.resident_smem = static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
             allow_dynamic_smem(k.resident, k.resident_smem, info);
             SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.resident_per_sm, k.resident, t.res_threads,

@@ -52,7 +52,7 @@ const Row kTable[] = {
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
                            "with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
-                           "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, e.g. rows=128x32,mb=4"));
+                           "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
@@ -88,6 +88,7 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "nondet" && (value == "0" || value == "1")) t.nondeterministic = value == "1";
         else if (key == "stamps" && (value == "0" || value == "1")) t.stamps = value == "1";
         else if (key == "fixsteps" && (value == "0" || value == "1")) t.fixed_steps = value == "1";
+        else if (key == "vec" && (value == "0" || value == "1")) t.vector_rows = value == "1";
         else bad_tuning(env, cat("unknown key or value in `", field, "`"));
     }
     if (t.row_threads % 32 || t.res_threads % 32 || t.row_window % 32)
@@ -103,7 +104,8 @@ std::string Tuning::str() const {
                res_groups ? "" : ", no lane groups",
                chunk_major ? "" : ", row-major tiles",
                tickets ? ", tickets" : "", nondeterministic ? ", nondeterministic" : "",
-               stamps ? ", stamps" : "", fixed_steps ? "" : ", steps as arguments");
+               stamps ? ", stamps" : "", fixed_steps ? "" : ", steps as arguments",
+               vector_rows ? "" : ", no vector rows");
 }
 
 Tuning choose_tuning(int state_words, int cc) {
@@ -117,9 +119,9 @@ Tuning choose_tuning(int state_words, int cc) {
     return t;
 }
 
-int transpose_smem_bytes(int threads, int items, int state_words) {
+int transpose_smem_bytes(int threads, int items, int state_words, bool vec) {
     int seg = 32 * items;
-    return threads / 32 * state_words * (seg + seg / 32) * 4;
+    return threads / 32 * state_words * (seg + (vec ? seg / 8 : seg / 32)) * 4;
 }
 
 }  // namespace scanc::cuda

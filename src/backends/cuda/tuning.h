@@ -46,6 +46,9 @@ struct Tuning {
     // The rows kernels' steps along the scan dim compiled in where the layout class fixes them
     // (codegen.h; false: every step a kernel argument, as a measurement of what that gives).
     bool fixed_steps = true;
+    // The vector rows kernels where the layout class allows them (false: the scalar ones only,
+    // as a measurement).
+    bool vector_rows = true;
     // Measurement only: look-back rows tiles record when each of their phases ends (per-tile
     // global times and SM cycles after the look-back words); SCANC_CUDA_STAMPS=FILE receives
     // the last such launch's records (stamps.h, read by bench/lookback_stamps.py).
@@ -57,12 +60,13 @@ struct Tuning {
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
 // key=value with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
-// res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1 (e.g. "rows=128x32,mb=4");
+// res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1 (e.g. "rows=128x32,mb=4");
 // RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 
 // Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words
-// per warp and state word. Above 48 KB the launch must opt in.
-int transpose_smem_bytes(int threads, int items, int state_words);
+// per warp and state word, padded by one word per 32 (by four for the vector rows kernels:
+// `vec`). Above 48 KB the launch must opt in.
+int transpose_smem_bytes(int threads, int items, int state_words, bool vec = false);
 
 }  // namespace scanc::cuda

@@ -95,6 +95,10 @@ Layout contiguous_layout(const Plan& plan);
 // The complete CUDA C++ source of a plan in layout class `layout` for compute capability `cc`:
 // prelude, one K struct per stage, extern "C" kernels.
 std::string generate_source(const Plan& plan, int cc, const Layout& layout);
+// The look-back rows kernel of a stage: `shared` for one-tile rows that share a tile, `vec` for
+// rows of whole vectors of four (emitted where the layout class lets every access step by its
+// element size or 0: K::VEC).
+std::string rows_kernel_name(int stage, bool shared, bool vec);
 
 std::string_view cuda_prelude();  // scalar semantics, arguments, cursors, look-back words
 std::string_view cuda_kernels();  // the kernel templates (rows, resident rows, cols, map)

@@ -56,6 +56,19 @@ public:
         out_ << "};\n";
     }
 
+    // The vector rows kernels read four consecutive elements of each access at once: every
+    // access steps by its element size or is broadcast (0), every output by its element size.
+    bool vectorizable() const {
+        if (!layout_ || !tuning_.vector_rows || s_.inputs.empty() || tuning_.row_items % 4) return false;
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k) {
+            const std::int64_t step = layout_->in[k];
+            if (step != 0 && step != static_cast<std::int64_t>(dtype_size(s_.inputs[k].dtype))) return false;
+        }
+        for (std::size_t k = 0; k < s_.outputs.size(); ++k)
+            if (layout_->out[k] != static_cast<std::int64_t>(dtype_size(s_.outputs[k].value->type().dtype))) return false;
+        return true;
+    }
+
 private:
     int access_index(const Node* n) const {
         for (std::size_t k = 0; k < s_.inputs.size(); ++k)
@@ -152,6 +165,7 @@ private:
             emit_stores(e, "c.out[#]", "0");
         }
         out_ << "    }\n";
+        if (vectorizable()) emit_vector_io(scan, leaves);
     }
 
     // The layout class: byte steps along the scan dim fixed for the rows kernels (-1: the
@@ -164,7 +178,62 @@ private:
             return text;
         };
         out_ << "    static constexpr i64 STEP_IN[NIN] = {" << list(layout_ ? &layout_->in : nullptr, s_.inputs.size())
-             << "}, STEP_OUT[NOUT] = {" << list(layout_ ? &layout_->out : nullptr, s_.outputs.size()) << "};\n";
+             << "}, STEP_OUT[NOUT] = {" << list(layout_ ? &layout_->out : nullptr, s_.outputs.size()) << "};\n"
+             << "    static constexpr bool VEC = " << (vectorizable() ? "true" : "false") << ";\n";
+    }
+
+    // A vector access's value at component q (in the body of load4/store4's loop), or the
+    // scalar one of a broadcast access.
+    std::string vector_access(const Node* n) {
+        int k = access_index(n);
+        DType t = s_.inputs[k].dtype;
+        if (layout_->in[k] == 0) return load_text(cat("c.in[", k, "]"), "0", t);
+        std::string raw = cat("vin", k, ".v[q]");
+        if (t == DType::F16) return "sc_f16_load(" + raw + ")";
+        if (t == DType::BF16) return "sc_bf16_load(" + raw + ")";
+        return raw;
+    }
+
+    // Declares vin<k>, the four elements at c.in[k], for every input that steps along the row.
+    void emit_vector_loads() {
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k)
+            if (layout_->in[k] != 0)
+                out_ << "        const Vec4<" << storage_ctype(s_.inputs[k].dtype) << "> vin" << k << " = ld4<"
+                     << storage_ctype(s_.inputs[k].dtype) << ">(c.in[" << k << "]);\n";
+    }
+
+    // load4 / store4 (VEC): the fused prologue and epilogue over four consecutive elements, in
+    // memory order, with one vector access per input and output.
+    void emit_vector_io(const Node* scan, const std::vector<DType>& leaves) {
+        out_ << "    static __device__ __forceinline__ void load4(const Cur& c, State (&s)[4]) {\n";
+        emit_vector_loads();
+        out_ << "        #pragma unroll\n        for (int q = 0; q < 4; ++q) {\n";
+        {
+            ExprEmitter e(out_, "            ", "p", program_type, [&](const Node* n) { return vector_access(n); });
+            std::vector<std::string> vals;
+            for (std::size_t i = 0; i < leaves.size(); ++i) vals.push_back(e.value_as(scan->inputs[i].get(), leaves[i]));
+            for (std::size_t i = 0; i < vals.size(); ++i) out_ << "            s[q].v" << i << " = " << vals[i] << ";\n";
+        }
+        out_ << "        }\n    }\n";
+        out_ << "    static __device__ __forceinline__ void store4(const Cur& c, const State (&s)[4]) {\n";
+        emit_vector_loads();
+        for (std::size_t k = 0; k < s_.outputs.size(); ++k)
+            out_ << "        Vec4<" << storage_ctype(s_.outputs[k].value->type().dtype) << "> vout" << k << ";\n";
+        out_ << "        #pragma unroll\n        for (int q = 0; q < 4; ++q) {\n";
+        {
+            ExprEmitter e(out_, "            ", "e", program_type, [&](const Node* n) -> std::string {
+                if (n->op == Op::Project && n->inputs[0].get() == scan) return cat("s[q].v", n->as<ProjectAttr>().index);
+                return vector_access(n);
+            });
+            std::vector<std::string> vals;
+            for (const StageOutput& o : s_.outputs) vals.push_back(store_value(e.value_as(o.value, o.value->type().dtype), o.value->type().dtype));
+            for (std::size_t k = 0; k < vals.size(); ++k) out_ << "            vout" << k << ".v[q] = " << vals[k] << ";\n";
+        }
+        out_ << "        }\n";
+        for (std::size_t k = 0; k < s_.outputs.size(); ++k)
+            out_ << "        st4<" << storage_ctype(s_.outputs[k].value->type().dtype) << ">(c.out[" << k << "], vout" << k
+                 << ");\n";
+        out_ << "    }\n";
     }
 
     void emit_stores(ExprEmitter& e, const std::string& ptr_of_k, const std::string& off_of_k) {
@@ -254,6 +323,10 @@ int stage_state_words(const Stage& stage) {
 
 Tuning stage_tuning(const Stage& stage, int cc) { return choose_tuning(stage_state_words(stage), cc); }
 
+std::string rows_kernel_name(int stage, bool shared, bool vec) {
+    return cat("scanc_rows_", shared ? "shared_" : "", vec ? "vec_" : "", stage);
+}
+
 std::string generate_source(const Plan& plan, int cc, const Layout& layout) {
     std::ostringstream out;
     out << "// Generated by scanc for program `" << plan.program->name << "`, compute capability " << cc
@@ -264,13 +337,17 @@ std::string generate_source(const Plan& plan, int cc, const Layout& layout) {
         out << "\n// tuning: " << tuning.str();
         const bool fixed = s.is_scan && tuning.fixed_steps && static_cast<std::size_t>(s.id) < layout.size() &&
                            layout[s.id].in.size() == s.inputs.size() && layout[s.id].out.size() == s.outputs.size();
-        StageEmitter(s, tuning, fixed ? &layout[s.id] : nullptr, out).emit();
+        StageEmitter emitter(s, tuning, fixed ? &layout[s.id] : nullptr, out);
+        emitter.emit();
         std::string k = cat("K", s.id);
         if (s.is_scan) {
-            for (bool shared : {false, true})
-                out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", "
-                    << tuning.min_blocks << ") scanc_rows_" << (shared ? "shared_" : "") << s.id << "(const " << k
-                    << "::Args a) { scan_rows<" << k << ", " << (shared ? "true" : "false") << ">(a); }\n";
+            for (bool vec : {false, true})
+                for (bool shared : {false, true})
+                    if (!vec || emitter.vectorizable())
+                        out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", "
+                            << tuning.min_blocks << ") " << rows_kernel_name(s.id, shared, vec) << "(const " << k
+                            << "::Args a) { scan_rows<" << k << ", " << (shared ? "true" : "false") << ", "
+                            << (vec ? "true" : "false") << ">(a); }\n";
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.res_threads << ", "
                 << tuning.res_min_blocks << ") scanc_resident_" << s.id << "(const " << k
                 << "::Args a) { scan_rows_resident<" << k << ">(a); }\n";

@@ -12,7 +12,7 @@ std::string_view cuda_kernels() {
 // segment so that each thread scans IT consecutive items, then stored striped again. ----
 // Short rows share a warp: its lanes split into groups of 2^lw (lw < 5), one row each, and a
 // group's part of the segment is its 2^lw x IT elements (lw = 5, the default: the whole warp).
-template <class K, int IT> using Segment = u32[K::NW][32 * IT + IT];  // padded: pad32
+template <class K, int IT, bool VEC = false> using Segment = u32[K::NW][(VEC ? 36 : 33) * IT];  // pad32 / pad4
 // Lane l of a group of 2^lw holds its part's elements s, s + 2^lw, ... (s = l mod 2^lw):
 // t0 = the lane's first one, and item k is valid when (k << lw) < nval (32-bit compares;
 // nval = min(end - t0, IT << lw) or 0).
@@ -34,6 +34,67 @@ __device__ __forceinline__ void load_striped(const typename K::Args& a, const ty
         advance<K>(c, s);
     }
 }
+// ---- vector rows (K::VEC; rows of whole vectors of four elements, aligned to four): lane l's
+// items 4m .. 4m + 3 are the segment's elements 128m + 4l .. 128m + 4l + 3, read and written as
+// one access per input and output (load4 / store4). The transposes go through a segment padded
+// by four words per 32 (pad4), so that a lane's four words are one aligned 16-byte shared
+// access on both sides, without bank conflicts. ----
+__device__ __forceinline__ int pad4(int i) { return i + ((i >> 5) << 2); }
+// Four states to / from four consecutive words (at `at`, a multiple of 4) of each word plane.
+template <class K, class Seg> __device__ __forceinline__ void put4(Seg& sw, int at, const typename K::State* s) {
+    u32 w[4][K::NW];
+    #pragma unroll
+    for (int q = 0; q < 4; ++q) K::to_words(s[q], w[q]);
+    #pragma unroll
+    for (int j = 0; j < K::NW; ++j) *reinterpret_cast<uint4*>(&sw[j][at]) = make_uint4(w[0][j], w[1][j], w[2][j], w[3][j]);
+}
+template <class K, class Seg> __device__ __forceinline__ void get4(const Seg& sw, int at, typename K::State* s) {
+    u32 w[4][K::NW];
+    #pragma unroll
+    for (int j = 0; j < K::NW; ++j) {
+        const uint4 v = *reinterpret_cast<const uint4*>(&sw[j][at]);
+        w[0][j] = v.x, w[1][j] = v.y, w[2][j] = v.z, w[3][j] = v.w;
+    }
+    #pragma unroll
+    for (int q = 0; q < 4; ++q) s[q] = K::from_words(w[q]);
+}
+// The cursor at the lane's first vector: memory order runs backwards in a reverse scan, so a
+// vector starts at the last of its four elements there.
+template <class K> __device__ __forceinline__ typename K::Cur seek_vec(const typename K::Args& a, const typename K::Ctx& x, i64 wbase) {
+    return seek<K, true>(a, x, phys<K>(a.p, wbase + 4 * (threadIdx.x % 32) + (K::REVERSE ? 3 : 0)));
+}
+// The segment starting at wbase, nrem of its elements valid (a multiple of 4): items in the
+// vector-striped order above.
+template <class K, int IT>
+__device__ __forceinline__ void load_vec(const typename K::Args& a, const typename K::Ctx& x, i64 wbase, int nrem,
+                                         typename K::State (&items)[IT]) {
+    typename K::Cur c = seek_vec<K>(a, x, wbase);
+    const auto s = steps<K, true>(a, K::REVERSE ? -128 : 128);
+    #pragma unroll
+    for (int m = 0; m < IT / 4; ++m) {
+        typename K::State v[4] = {};
+        if ((m << 7) + 4 * (int)(threadIdx.x % 32) < nrem) K::load4(c, v);
+        #pragma unroll
+        for (int q = 0; q < 4; ++q) items[4 * m + q] = v[K::REVERSE ? 3 - q : q];
+        advance<K>(c, s);
+    }
+}
+template <class K, int IT>
+__device__ __forceinline__ void store_vec(const typename K::Args& a, const typename K::Ctx& x, Segment<K, IT, true>& sw,
+                                          i64 wbase, int nrem) {
+    typename K::Cur c = seek_vec<K>(a, x, wbase);
+    const auto s = steps<K, true>(a, K::REVERSE ? -128 : 128);
+    const int lane = threadIdx.x % 32;
+    #pragma unroll
+    for (int m = 0; m < IT / 4; ++m) {
+        typename K::State v[4], o[4];
+        get4<K>(sw, pad4((m << 7) + 4 * lane), v);
+        #pragma unroll
+        for (int q = 0; q < 4; ++q) o[q] = v[K::REVERSE ? 3 - q : q];
+        if ((m << 7) + 4 * lane < nrem) K::store4(c, o);
+        advance<K>(c, s);
+    }
+}
 // Where a thread's item k lies in the segment, blocked (padded): (lane x IT + k) + one word per
 // 32, split so that when IT is a multiple of 32 the lane's part is one base and k's a constant.
 template <int IT> __device__ __forceinline__ int blocked_at(int lane, int k) {
@@ -43,26 +104,34 @@ template <int IT> __device__ __forceinline__ int blocked_at(int lane, int k) {
 // Striped -> blocked, then the thread's inclusive scan of its nv valid items and the group's
 // inclusive scan of thread totals: (ex, exh) is the lane's exclusive group prefix, (tot, toth) on
 // the group's last lane the group's total.
-template <class K, int IT>
-__device__ __forceinline__ void scan_segment(Segment<K, IT>& sw, typename K::State (&items)[IT], int nv,
+template <class K, int IT, bool VEC = false>
+__device__ __forceinline__ void scan_segment(Segment<K, IT, VEC>& sw, typename K::State (&items)[IT], int nv,
                                              const typename K::Cap& cap, typename K::State& ex, bool& exh,
                                              typename K::State& tot, bool& toth, int lw = 5) {
     typedef typename K::State S;
     const int lane = threadIdx.x % 32, sub = lane & ((1 << lw) - 1);
     __syncwarp();  // the segment's previous readers are done
-    #pragma unroll
-    for (int k = 0; k < IT; ++k) {
-        u32 w[K::NW]; K::to_words(items[k], w);
+    if constexpr (VEC) {
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) sw[j][pad32(striped_at(k, lane, IT, lw))] = w[j];
-    }
-    __syncwarp();
-    #pragma unroll
-    for (int k = 0; k < IT; ++k) {
-        u32 w[K::NW];
+        for (int m = 0; m < IT / 4; ++m) put4<K>(sw, pad4((m << 7) + 4 * lane), items + 4 * m);
+        __syncwarp();
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) w[j] = sw[j][blocked_at<IT>(lane, k)];
-        items[k] = K::from_words(w);
+        for (int m = 0; m < IT / 4; ++m) get4<K>(sw, pad4(lane * IT + 4 * m), items + 4 * m);
+    } else {
+        #pragma unroll
+        for (int k = 0; k < IT; ++k) {
+            u32 w[K::NW]; K::to_words(items[k], w);
+            #pragma unroll
+            for (int j = 0; j < K::NW; ++j) sw[j][pad32(striped_at(k, lane, IT, lw))] = w[j];
+        }
+        __syncwarp();
+        #pragma unroll
+        for (int k = 0; k < IT; ++k) {
+            u32 w[K::NW];
+            #pragma unroll
+            for (int j = 0; j < K::NW; ++j) w[j] = sw[j][blocked_at<IT>(lane, k)];
+            items[k] = K::from_words(w);
+        }
     }
     // agg = the last valid item (a k == nv - 1 select becomes an indexed load that puts items[]
     // in local memory).
@@ -87,10 +156,10 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT>& sw, typename K::Sta
     toth = h;
 }
 // pre o items (when ph), blocked -> striped, and the fused epilogue's stores of the lane's
-// valid striped elements (t0 and nval as in load_striped).
-template <class K, int IT>
+// valid striped elements (t0 and nval as in load_striped; VEC: wbase and nrem as in load_vec).
+template <class K, int IT, bool VEC = false>
 __device__ __forceinline__ void store_segment(const typename K::Args& a, const typename K::Ctx& x,
-                                              Segment<K, IT>& sw, typename K::State (&items)[IT], bool ph,
+                                              Segment<K, IT, VEC>& sw, typename K::State (&items)[IT], bool ph,
                                               const typename K::State& pre, i64 t0, int nval, int lw = 5) {
     const int lane = threadIdx.x % 32;
     if (ph) {
@@ -98,6 +167,13 @@ __device__ __forceinline__ void store_segment(const typename K::Args& a, const t
         for (int k = 0; k < IT; ++k) items[k] = K::combine(pre, items[k], x.cap);
     }
     __syncwarp();
+    if constexpr (VEC) {
+        #pragma unroll
+        for (int m = 0; m < IT / 4; ++m) put4<K>(sw, pad4(lane * IT + 4 * m), items + 4 * m);
+        __syncwarp();
+        store_vec<K, IT>(a, x, sw, t0, nval);
+        return;
+    }
     #pragma unroll
     for (int k = 0; k < IT; ++k) {
         u32 w[K::NW]; K::to_words(items[k], w);
@@ -170,12 +246,12 @@ template <bool ON> struct TileStamps {
 // words: the aggregates A of every tile, then the inclusive prefixes P, NW words per tile each,
 // so that a warp's window loads are coalesced. Where a tile's time goes (stamps=1,
 // bench/lookback_stamps.py): docs/benchmarks.md.
-template <class K, bool SHARED> __device__ void scan_rows(const typename K::Args& a) {
+template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
     constexpr int SEG = 32 * IT, PER = W / 32;
     constexpr i64 TILE = (i64)T * IT;
-    Segment<K, IT>* xchg = reinterpret_cast<Segment<K, IT>*>(sc_dyn_smem);
+    Segment<K, IT, VEC>* xchg = reinterpret_cast<Segment<K, IT, VEC>*>(sc_dyn_smem);
     __shared__ u32 s_tot[WARPS][K::NW];
     __shared__ int s_has[WARPS];
     __shared__ u32 s_pre[K::NW];
@@ -217,12 +293,14 @@ template <class K, bool SHARED> __device__ void scan_rows(const typename K::Args
     issue_window<K, PER>(nwin, a_of, epoch, raw);
     issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
     const i64 wbase = start + (i64)seg * SEG;
-    const int nval = striped_valid(wbase + lane, end, IT);
+    // VEC: the segment's valid elements (whole vectors); else the lane's, striped
+    const int nval = VEC ? valid_items(wbase, end, SEG) : striped_valid(wbase + lane, end, IT);
     S items[IT];
-    load_striped<K, IT>(a, x, wbase + lane, nval, items);
+    if constexpr (VEC) load_vec<K, IT>(a, x, wbase, nval, items);
+    else load_striped<K, IT>(a, x, wbase + lane, nval, items);
     S ex, v;
     bool exh, h;
-    scan_segment<K, IT>(xchg[warp], items, valid_items(wbase + (i64)lane * IT, end, IT), x.cap, ex, exh, v, h);
+    scan_segment<K, IT, VEC>(xchg[warp], items, valid_items(wbase + (i64)lane * IT, end, IT), x.cap, ex, exh, v, h);
     stamp.mark(stamp.LOADED);
     // NONDET (an instrument that measures what determinism costs): a snapshot of the window's P
     // words, taken now; the fold starts at the nearest one published, as CUB's look-back does.
@@ -317,7 +395,7 @@ template <class K, bool SHARED> __device__ void scan_rows(const typename K::Args
     if (ph) pre = K::from_words(s_pre);
     for (int w2 = warp - seg; w2 < warp; ++w2) fold<K>(ph, pre, s_has[w2], K::from_words(s_tot[w2]), x.cap);
     fold<K>(ph, pre, exh, ex, x.cap);
-    store_segment<K, IT>(a, x, xchg[warp], items, ph, pre, wbase + lane, nval);
+    store_segment<K, IT, VEC>(a, x, xchg[warp], items, ph, pre, VEC ? wbase : wbase + lane, nval);
     stamp.mark(stamp.STORED);
     const u64 lookback_words = (u64)p.outer * p.chunks * (1 + K::ROW_PCOPIES) * K::NW;
     stamp.write(p.status + lookback_words + (u64)tile * 8, (u32)chunk, (u32)(chunk - ws));

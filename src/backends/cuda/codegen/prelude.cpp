@@ -136,6 +136,10 @@ struct ScanParams {
 };
 template <class T> __device__ __forceinline__ T ld(const char* p, i64 off) { return *(const T*)(p + off); }
 template <class T> __device__ __forceinline__ void st(char* p, i64 off, T v) { *(T*)(p + off) = v; }
+// Four consecutive elements in one access (the vector rows kernels, on rows aligned to four).
+template <class T> struct alignas(4 * sizeof(T)) Vec4 { T v[4]; };
+template <class T> __device__ __forceinline__ Vec4<T> ld4(const char* p) { return *(const Vec4<T>*)p; }
+template <class T> __device__ __forceinline__ void st4(char* p, const Vec4<T>& v) { *(Vec4<T>*)p = v; }
 // A thread's pointers into every access and output of a scan stage at one step of its line,
 // moved along the scan dim by a fixed byte step per access: one 64-bit add per access and item,
 // where recomputing base + t * stride costs a 64-bit multiply and several adds.
