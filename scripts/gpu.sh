@@ -100,7 +100,7 @@ timeout 60 $BUILD/gpu_bench --first-launch | tee -a "$OUT/first_launch.txt"
 SAN="skipped"
 if [ -z "${SKIP_SANITIZER:-}${SKIP_TESTS:-}" ] && command -v compute-sanitizer > /dev/null; then
   log "compute-sanitizer memcheck + racecheck (small cases)"
-  F='CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch'
+  F='CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch:CudaVectorRows.BroadcastCoefficientsAndEpiloguesThatReadInputsMatch'
   SAN=""
   for tool in memcheck racecheck; do
     timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/cuda/cuda_test --gtest_filter="$F" \

@@ -19,7 +19,9 @@ protected:
     void SetUp() override {
         SKIP_WITHOUT_GPU();
         setenv("SCANC_CUDA_POISON", "1", 1);  // unwritten outputs show as NaN / all-ones bits
+        setenv("SCANC_CUDA_TUNING", "vec=1", 1);  // the table keeps 4-byte states on the scalar kernels
     }
+    void TearDown() override { unsetenv("SCANC_CUDA_TUNING"); }
     std::mt19937_64 rng{std::random_device{}()};
 };
 
@@ -47,8 +49,8 @@ TEST_F(CudaVectorRows, BroadcastCoefficientsAndEpiloguesThatReadInputsMatch) {
     auto program = parse_program(R"(
 combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
 program p(x: f32[M, N], g: f32[M, 1]) {
-  (_, h) = scan affine(g, x) dim=1
-  (_, r) = scan affine(g, x) dim=1 reverse
+  (_, h) = scan affine(g * sigmoid(x), x) dim=1
+  (_, r) = scan affine(g * sigmoid(x), x) dim=1 reverse
   return h * x + g, r
 }
 )");

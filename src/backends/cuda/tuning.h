@@ -46,9 +46,8 @@ struct Tuning {
     // The rows kernels' steps along the scan dim compiled in where the layout class fixes them
     // (codegen.h; false: every step a kernel argument, as a measurement of what that gives).
     bool fixed_steps = true;
-    // The vector rows kernels where the layout class allows them (false: the scalar ones only,
-    // as a measurement).
-    bool vector_rows = true;
+    // The vector rows kernels (four elements per access) where the layout class allows them.
+    bool vector_rows = false;
     // Measurement only: look-back rows tiles record when each of their phases ends (per-tile
     // global times and SM cycles after the look-back words); SCANC_CUDA_STAMPS=FILE receives
     // the last such launch's records (stamps.h, read by bench/lookback_stamps.py).
