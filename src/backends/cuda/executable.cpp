@@ -374,9 +374,10 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
         if (s.is_scan) {
             SCANC_CU(cuModuleGetFunction, &k.rows, module, rows_kernel_name(s.id, false, false).c_str());
             SCANC_CU(cuModuleGetFunction, &k.rows_shared, module, rows_kernel_name(s.id, true, false).c_str());
-            if (driver().cuModuleGetFunction(&k.rows_vec, module, rows_kernel_name(s.id, false, true).c_str()) != CUDA_SUCCESS ||
-                driver().cuModuleGetFunction(&k.rows_shared_vec, module, rows_kernel_name(s.id, true, true).c_str()) != CUDA_SUCCESS)
-                k.rows_vec = k.rows_shared_vec = nullptr;
+            if (has_vector_rows(s, k.tuning, fixed_layout(s, k.tuning, layout))) {
+                SCANC_CU(cuModuleGetFunction, &k.rows_vec, module, rows_kernel_name(s.id, false, true).c_str());
+                SCANC_CU(cuModuleGetFunction, &k.rows_shared_vec, module, rows_kernel_name(s.id, true, true).c_str());
+            }
             SCANC_CU(cuModuleGetFunction, &k.cols, module, cat("scanc_cols_", s.id).c_str());
             SCANC_CU(cuModuleGetFunction, &k.resident, module, cat("scanc_resident_", s.id).c_str());
             const Tuning& t = k.tuning;

@@ -95,6 +95,13 @@ Layout contiguous_layout(const Plan& plan);
 // The complete CUDA C++ source of a plan in layout class `layout` for compute capability `cc`:
 // prelude, one K struct per stage, extern "C" kernels.
 std::string generate_source(const Plan& plan, int cc, const Layout& layout);
+// The steps that generate_source compiles into stage `stage`'s rows kernels: its entry of
+// `layout`, or nullptr where every step is a kernel argument (a map stage, tuning fixsteps=0).
+const StageLayout* fixed_layout(const Stage& stage, const Tuning& tuning, const Layout& layout);
+// Whether the source has the stage's vector rows kernels, which read four consecutive elements
+// of each access at once: every access steps by its element size or 0 (broadcast), every output
+// by its element size, the tuning asks for them and its row items are a multiple of 4.
+bool has_vector_rows(const Stage& stage, const Tuning& tuning, const StageLayout* layout);
 // The look-back rows kernel of a stage: `shared` for one-tile rows that share a tile, `vec` for
 // rows of whole vectors of four (emitted where the layout class lets every access step by its
 // element size or 0: K::VEC).

@@ -56,18 +56,7 @@ public:
         out_ << "};\n";
     }
 
-    // The vector rows kernels read four consecutive elements of each access at once: every
-    // access steps by its element size or is broadcast (0), every output by its element size.
-    bool vectorizable() const {
-        if (!layout_ || !tuning_.vector_rows || s_.inputs.empty() || tuning_.row_items % 4) return false;
-        for (std::size_t k = 0; k < s_.inputs.size(); ++k) {
-            const std::int64_t step = layout_->in[k];
-            if (step != 0 && step != static_cast<std::int64_t>(dtype_size(s_.inputs[k].dtype))) return false;
-        }
-        for (std::size_t k = 0; k < s_.outputs.size(); ++k)
-            if (layout_->out[k] != static_cast<std::int64_t>(dtype_size(s_.outputs[k].value->type().dtype))) return false;
-        return true;
-    }
+    bool vectorizable() const { return has_vector_rows(s_, tuning_, layout_); }
 
 private:
     int access_index(const Node* n) const {
@@ -323,6 +312,24 @@ int stage_state_words(const Stage& stage) {
 
 Tuning stage_tuning(const Stage& stage, int cc) { return choose_tuning(stage_state_words(stage), cc); }
 
+const StageLayout* fixed_layout(const Stage& stage, const Tuning& tuning, const Layout& layout) {
+    const auto id = static_cast<std::size_t>(stage.id);
+    if (!stage.is_scan || !tuning.fixed_steps || id >= layout.size()) return nullptr;
+    const StageLayout& l = layout[id];
+    return l.in.size() == stage.inputs.size() && l.out.size() == stage.outputs.size() ? &l : nullptr;
+}
+
+bool has_vector_rows(const Stage& stage, const Tuning& tuning, const StageLayout* layout) {
+    if (!layout || !tuning.vector_rows || stage.inputs.empty() || tuning.row_items % 4) return false;
+    for (std::size_t k = 0; k < stage.inputs.size(); ++k) {
+        const std::int64_t step = layout->in[k];
+        if (step != 0 && step != static_cast<std::int64_t>(dtype_size(stage.inputs[k].dtype))) return false;
+    }
+    for (std::size_t k = 0; k < stage.outputs.size(); ++k)
+        if (layout->out[k] != static_cast<std::int64_t>(dtype_size(stage.outputs[k].value->type().dtype))) return false;
+    return true;
+}
+
 std::string rows_kernel_name(int stage, bool shared, bool vec) {
     return cat("scanc_rows_", shared ? "shared_" : "", vec ? "vec_" : "", stage);
 }
@@ -335,9 +342,7 @@ std::string generate_source(const Plan& plan, int cc, const Layout& layout) {
     for (const Stage& s : plan.stages) {
         Tuning tuning = stage_tuning(s, cc);
         out << "\n// tuning: " << tuning.str();
-        const bool fixed = s.is_scan && tuning.fixed_steps && static_cast<std::size_t>(s.id) < layout.size() &&
-                           layout[s.id].in.size() == s.inputs.size() && layout[s.id].out.size() == s.outputs.size();
-        StageEmitter emitter(s, tuning, fixed ? &layout[s.id] : nullptr, out);
+        StageEmitter emitter(s, tuning, fixed_layout(s, tuning, layout), out);
         emitter.emit();
         std::string k = cat("K", s.id);
         if (s.is_scan) {
