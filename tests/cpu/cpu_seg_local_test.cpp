@@ -20,14 +20,6 @@ namespace {
 
 using namespace scanc::dsl;
 
-// Three leaves: affine written with a subtraction and a constant, and a sum divided by 1.
-// Exact on signs and small integers in any association.
-CombineRef three_leaves() {
-    return trace_combine("three", 3, 0, [](auto& l, auto& r, auto&) {
-        return Exprs{l[0] * r[0], r[1] - l[1] * (0.0 - r[0]), (l[2] + r[2]) / 1.0};
-    });
-}
-
 ProgramRef program_of(const CombineRef& f, DType t, int rank, bool reverse = false) {
     ProgramBuilder pb("p");
     Shape shape;
@@ -69,7 +61,7 @@ bool takes_registers(const CombineRef& f, DType t, bool reverse = false) {
 TEST(CpuSegLocal, FloatArithmeticCombinesTakeRegistersAndOtherStagesKeepWorker) {
     if (!cpu::mem_fns().seg_local) GTEST_SKIP() << "no AVX2";
     EXPECT_TRUE(takes_registers(affine_combine(), DType::F32));
-    EXPECT_TRUE(takes_registers(three_leaves(), DType::F32));
+    EXPECT_TRUE(takes_registers(three_leaves_combine(), DType::F32));
     EXPECT_FALSE(takes_registers(sum_combine(), DType::F32));  // one op: its own blocked path
     EXPECT_FALSE(takes_registers(affine_combine(), DType::F32, true));  // reversed
     EXPECT_FALSE(takes_registers(affine_combine(), DType::F64));
@@ -79,26 +71,6 @@ TEST(CpuSegLocal, FloatArithmeticCombinesTakeRegistersAndOtherStagesKeepWorker) 
         return Exprs{l[0] * r[0], max(l[1] * r[0], r[1])};
     });
     EXPECT_FALSE(takes_registers(with_max, DType::F32));  // max: not one of its ops
-}
-
-// Special values among random ones: NaN, infinities, signed zeros, subnormals.
-void fill_special(Tensor& t, std::mt19937_64& rng) {
-    const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
-                              std::numeric_limits<float>::infinity(),
-                              -std::numeric_limits<float>::infinity(), 0.0f, -0.0f,
-                              std::numeric_limits<float>::denorm_min(), -1e-40f, 1.0f, -1.0f};
-    std::uniform_real_distribution<float> unit(-1.5f, 1.5f);
-    auto* p = static_cast<float*>(t.data());
-    for (std::int64_t i = 0; i < t.numel(); ++i)
-        p[i] = rng() % 16 == 0 ? specials[rng() % std::size(specials)] : unit(rng);
-}
-
-// Equal f32 bit patterns, or both NaN: which NaN an op returns when both operands are NaN
-// follows the operand order the compiler picked for a commutative op (x86 returns the first),
-// and Worker's loops and these registers may pick differently; signed zeros must match.
-bool same_value(std::uint32_t x, std::uint32_t y) {
-    auto nan = [](std::uint32_t v) { return (v & 0x7F800000u) == 0x7F800000u && (v & 0x7FFFFFu); };
-    return x == y || (nan(x) && nan(y));
 }
 
 // Phase 1 of one piece of `lanes` x `steps` by Worker::run(Mode::Local) and by SegLocal.
@@ -150,7 +122,7 @@ TEST(CpuSegLocal, LocalScansAndTotalsEqualWorkersBitForBitWithSpecialValues) {
     for (int lanes : {8, 40, 64, 136})
         for (int steps : {8, 16, 752}) {
             expect_same_local_scans(affine_combine(), lanes, steps, rng);
-            expect_same_local_scans(three_leaves(), lanes, steps, rng);
+            expect_same_local_scans(three_leaves_combine(), lanes, steps, rng);
         }
 }
 
@@ -158,7 +130,7 @@ TEST(CpuSegLocal, LocalScansAndTotalsEqualWorkersBitForBitWithSpecialValues) {
 // pieces of 8k lanes x 8m steps, Worker for the others) equals the reference bitwise.
 TEST(CpuSegLocal, ScansThroughRegistersAreExactForAwkwardLengthsLinesAndThreadCounts) {
     std::mt19937_64 rng(132);
-    for (const CombineRef& f : {affine_combine(), three_leaves()})
+    for (const CombineRef& f : {affine_combine(), three_leaves_combine()})
         for (auto sizes : {std::vector<std::int64_t>{1}, {97}, {4097}, {65537}, {131071},
                            {1000003}, {2, 300007}, {3, 65536}}) {
             int rank = static_cast<int>(sizes.size());

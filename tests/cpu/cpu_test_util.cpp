@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
 
 #include "scanc/ir/scalar_eval.h"
 
@@ -124,6 +126,29 @@ CombineRef affine_combine() {
     return dsl::trace_combine("affine", 2, 0, [](auto& l, auto& r, auto&) {
         return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
     });
+}
+
+CombineRef three_leaves_combine() {
+    using dsl::Exprs;
+    return dsl::trace_combine("three", 3, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], r[1] - l[1] * (0.0 - r[0]), (l[2] + r[2]) / 1.0};
+    });
+}
+
+void fill_special(Tensor& t, std::mt19937_64& rng) {
+    const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity(), 0.0f, -0.0f,
+                              std::numeric_limits<float>::denorm_min(), -1e-40f, 1.0f, -1.0f};
+    std::uniform_real_distribution<float> unit(-1.5f, 1.5f);
+    auto* p = static_cast<float*>(t.data());
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+        p[i] = rng() % 16 == 0 ? specials[rng() % std::size(specials)] : unit(rng);
+}
+
+bool same_value(std::uint32_t x, std::uint32_t y) {
+    auto nan = [](std::uint32_t v) { return (v & 0x7F800000u) == 0x7F800000u && (v & 0x7FFFFFu); };
+    return x == y || (nan(x) && nan(y));
 }
 
 ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim, bool reverse,

@@ -47,6 +47,15 @@ double tolerance(DType t);
 CombineRef sum_combine();
 // Two leaves, not commutative; exact (wrapping) on integers.
 CombineRef affine_combine();
+// Three f32 leaves: affine written with a subtraction and a constant, and a sum divided by 1
+// (exact on signs and small integers in any association).
+CombineRef three_leaves_combine();
+// Random f32 values in [-1.5, 1.5] with NaN, infinities, signed zeros and subnormals among them.
+void fill_special(Tensor& t, std::mt19937_64& rng);
+// Equal f32 bit patterns, or both NaN: which NaN an op returns when both operands are NaN
+// follows the operand order the compiler picked for a commutative op (x86 returns the first);
+// signed zeros must match.
+bool same_value(std::uint32_t x, std::uint32_t y);
 
 // scan `combine` over params of `dtype` and a symbolic shape of `rank` along `dim`; with
 // `epilogue`, the first result is returned as y*y - y (fused: stored by the epilogue).

@@ -172,11 +172,14 @@ struct SegProgram {
 };
 struct SegArgs {
     const float* in[SegProgram::kMaxLeaves];  // per leaf: lane 0's walking step 0 (forward, step 1)
-    float* local[SegProgram::kMaxLeaves];     // per leaf: lane 0's local scan at step 0
-    std::int64_t lane_stride;                 // elements from one lane's start to the next's
-    std::int64_t steps;                       // per lane, a multiple of 8
+    float* out[SegProgram::kMaxLeaves];       // per leaf: lane 0's scan at step 0; null: not kept
+    std::int64_t in_stride, out_stride;       // elements from one lane's start to the next's
+    std::int64_t steps;                       // per lane, a multiple of 8 (of 16 for `rows`)
     int lanes;                                // a multiple of 8
     std::uint64_t* totals;                    // per lane and leaf: its last carry (low 4 bytes)
+    // Lanes are rows of memory scanned whole (run_stage.cpp): up to 32 lanes and 16 steps at a
+    // time, each row's 64 bytes stored at once (streaming when `stream`).
+    bool rows = false, stream = false;
 };
 using SegLocalFn = void (*)(const SegProgram& p, const SegArgs& a);
 

@@ -52,6 +52,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L) {
         const Slot& s = L.in[alias->second];
         if (s.esize != 4 || s.step != 1 || !s.tiled) return;
         slot_[k] = alias->second;
+        out_of_[k] = code.store_alias[k];
         prog_.carry[k] = code.carry[k];
         prog_.x[k] = code.x[k];
         prog_.next[k] = code.next[k];
@@ -99,6 +100,65 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L) {
     for (int k = 0; k < leaves; ++k)
         if (!ready.count(code.next[k])) return;
     fn_ = mem_fns().seg_local;
+    // Whole rows (run_rows): every output an f32 leaf stored unchanged, walked forward.
+    rows_ = code.epilogue.empty() && !L.out.empty();
+    for (std::size_t o = 0; o < L.out.size(); ++o) {
+        const Slot& s = L.out[o];
+        bool stored = std::find(code.store_alias.begin(), code.store_alias.end(),
+                                static_cast<int>(o)) != code.store_alias.end();
+        rows_ = rows_ && stored && s.esize == 4 && s.step == 1;
+    }
+}
+
+namespace {
+
+// Elements from line `first`'s start to line `first + 1`'s when lines first.. first + n - 1
+// of `s` are that far apart one after the other, else 0.
+std::int64_t line_stride(const Layout& L, const Slot& s, std::int64_t first, int n) {
+    std::int64_t o0 = L.line_offset(s, first), d = L.line_offset(s, first + 1) - o0;
+    for (int l = 2; l < n; ++l)
+        if (L.line_offset(s, first + l) != o0 + l * d) return 0;
+    return d;
+}
+
+}  // namespace
+
+bool SegLocal::run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const {
+    if (!rows_ || n % 8 != 0 || n < 8 || L_.steps < 16) return false;
+    SegArgs a{};
+    a.rows = true;
+    a.stream = L_.stream;
+    for (int k = 0; k < prog_.leaves; ++k) {
+        const Slot& s = L_.in[slot_[k]];
+        std::int64_t d = line_stride(L_, s, first, n);
+        if (d == 0 || (k > 0 && d != a.in_stride)) return false;
+        a.in_stride = d;
+        a.in[k] = reinterpret_cast<const float*>(s.base) + L_.line_offset(s, first);
+    }
+    for (int k = 0; k < prog_.leaves; ++k) {
+        int o = out_of_[k];
+        if (o < 0) continue;
+        const Slot& s = L_.out[o];
+        std::int64_t d = line_stride(L_, s, first, n);
+        if (d == 0 || (a.out_stride != 0 && d != a.out_stride)) return false;
+        a.out_stride = d;
+        a.out[k] = reinterpret_cast<float*>(s.base) + L_.line_offset(s, first);
+        // Streaming stores need each row's pieces 32-byte aligned.
+        a.stream = a.stream && reinterpret_cast<std::uintptr_t>(a.out[k]) % 32 == 0 && d % 8 == 0;
+    }
+    std::int64_t head = L_.steps / 16 * 16;  // the rest: Worker, from these carries
+    a.steps = head;
+    a.lanes = n;
+    totals.leaves = prog_.leaves;
+    totals.resize(n);
+    a.totals = totals.at(0);
+    fn_(prog_, a);
+    if (a.stream) stream_fence();
+    if (head == L_.steps) return true;
+    std::fill(totals.has.begin(), totals.has.end(), 1);
+    w.set_lanes(n, [&](int l) { return first + l; }, [&](int) { return head; });
+    w.run(L_.steps - head, Mode::Scan, &totals);
+    return true;
 }
 
 void SegLocal::run(std::int64_t line, const Piece& pc, const LocalScans& local, LaneValues& totals,
@@ -107,9 +167,9 @@ void SegLocal::run(std::int64_t line, const Piece& pc, const LocalScans& local, 
     for (int k = 0; k < prog_.leaves; ++k) {
         const Slot& s = L_.in[slot_[k]];
         a.in[k] = reinterpret_cast<const float*>(s.base) + L_.line_offset(s, line) + pc.start;
-        a.local[k] = reinterpret_cast<float*>(local.bases()[k]) + local.origin() + pc.start;
+        a.out[k] = reinterpret_cast<float*>(local.bases()[k]) + local.origin() + pc.start;
     }
-    a.lane_stride = pc.steps;
+    a.in_stride = a.out_stride = pc.steps;
     a.steps = pc.steps;
     a.lanes = pc.lanes;
     a.totals = totals.at(i);

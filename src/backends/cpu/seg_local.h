@@ -5,7 +5,9 @@
 // Worker::run(Mode::Local): no input or local tiles in memory and no dispatch per step. Same
 // lanes, same sequence of ops per lane, so the same local scans and totals bit for bit (which
 // NaN an op returns when both operands are NaN aside); every other stage or piece keeps
-// Worker's path.
+// Worker's path. Round 14: the same kernel scans whole rows of memory (strided groups of
+// run_stage.cpp, whose outputs all store leaves) straight into the outputs: no tiles, gathers
+// or scatters.
 #pragma once
 
 #include "fixup.h"
@@ -29,11 +31,18 @@ public:
     void run(std::int64_t line, const Piece& pc, const LocalScans& local, LaneValues& totals,
              int i) const;
 
+    // Lines first.. first + n - 1 scanned whole into the outputs (Mode::Scan; issue 4, round 14),
+    // up to 32 lines and 16 steps at a time, the last steps % 16 by `w` from the carries. False,
+    // with nothing done, when the stage, its outputs or these lines' strides do not allow it.
+    bool run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
+
 private:
     const Layout& L_;
     SegLocalFn fn_ = nullptr;
     SegProgram prog_;
     int slot_[SegProgram::kMaxLeaves] = {};  // per leaf: the input slot its x reads
+    int out_of_[SegProgram::kMaxLeaves] = {};  // per leaf: the output storing it, or -1
+    bool rows_ = false;  // run_rows may run
 };
 
 }  // namespace scanc::cpu
