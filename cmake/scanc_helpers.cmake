@@ -22,6 +22,7 @@ function(scanc_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;ENVIRONMENT" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main scanc_warnings)
+  target_precompile_headers(${name} PRIVATE <gtest/gtest.h>)  # parsed once per suite, not per file
   target_compile_definitions(${name} PRIVATE
     SCANC_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SCANC_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "${ARG_ENVIRONMENT}"
