@@ -85,6 +85,8 @@ for path in sys.argv[1:]:
     print(line)
     if m := re.search(r"(\d+) tests failed out of (\d+)", line):
         failed += int(m[1]); passed += int(m[2]) - int(m[1])
+    elif m := re.search(r"tests passed out of (\d+)", line):  # ctest when none failed
+        passed += int(m[1])
     else:
         counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|errors?)\b", line)}
         passed += counts.get("passed", 0)
