@@ -85,6 +85,19 @@ TEST(CpuChain, SeveralLongLinesChainInsideEachLineOnly) {
         }
 }
 
+// A block's scan prefetches the thread's next block, on the same line or a later one; lines
+// in reverse memory order put the next line's blocks below this one's. Exact either way.
+TEST(CpuChain, LinesInReverseMemoryOrderChainInsideEachLineOnly) {
+    std::mt19937_64 rng(66);
+    for (auto sizes : {std::vector<std::int64_t>{3, 200003}, {5, kBlock32 + 1}, {4, 2 * kBlock32}})
+        for (DType t : {DType::I32, DType::F32}) {
+            Inputs in;
+            in.add(t, sizes, Values::SmallInts, Layout::Flipped, rng);
+            expect_chained(one_op(t, "sum", false, 2, 1), in,
+                           cat("flipped sum ", sizes[0], "x", sizes[1], " ", t));
+        }
+}
+
 // The paths the chain leaves to others (reverse, an epilogue, a transposed input, `ordered`)
 // still match on lines of many blocks.
 TEST(CpuChain, ReverseEpilogueAndStridedLinesFallBackAndMatch) {

@@ -92,7 +92,8 @@ bool one_op_eligible(const StageCode& code, const Layout& L) {
            L.out[code.store_alias[0]].step == 1;
 }
 
-// A one-op stage: each block reduced, then scanned from L2 with the previous prefix.
+// A one-op stage: each block reduced, then scanned from L2 with the previous prefix while
+// the next block is prefetched.
 void run_one_op(const StageCode& code, const Layout& L, int threads, std::vector<ThreadState>& ts) {
     const Slot& x = L.in[code.serial_x_slot];
     Chain chain(L, std::max<std::int64_t>(kChainBlockBytes / x.esize, 1), threads, 1);
@@ -119,6 +120,14 @@ void run_one_op(const StageCode& code, const Layout& L, int threads, std::vector
             total = running;
         }
         chain.publish(b, &total);
+        // The scan brings this thread's next block into L2 (a prefetch per line it writes), so
+        // that block's reduce reads L2, not DRAM, and the reads overlap these writes (Intel
+        // VM, 2 threads, 2^26: 14.9-15.8 -> 12.4-13.6 ms). The last block: ahead of itself.
+        w.set_ahead(nullptr);
+        if (b + threads < chain.blocks.size()) {
+            const Block& nb = chain.blocks[b + threads];
+            w.set_ahead(x.base + (L.line_offset(x, nb.line) + nb.start * x.step) * x.esize);
+        }
         w.run(blk.steps, Mode::Scan, &carry);
         if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
         return true;
