@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "cache.h"
-#include "driver.h"
 #include "gpu_test_util.h"
 
 namespace scanc {
@@ -64,40 +63,6 @@ program p(a: f32[B, L, D], b: f32[B, L, D]) { (_, h) = scan affine(a, b) dim=1
     unsetenv("SCANC_CACHE_DIR");
 }
 
-// A host tensor copied to the device, seen through `sizes` and `strides` (elements).
-class DeviceCopy {
-public:
-    DeviceCopy(const Tensor& host) : bytes_(host.numel() * dtype_size(host.dtype())) {
-        cuda::ContextGuard guard(0);
-        SCANC_CU(cuMemAlloc, &ptr_, bytes_);
-        SCANC_CU(cuMemcpyHtoDAsync, ptr_, host.data(), bytes_, nullptr);
-        SCANC_CU(cuStreamSynchronize, nullptr);
-    }
-    ~DeviceCopy() {
-        cuda::ContextGuard guard(0);
-        cuda::driver().cuMemFree(ptr_);
-    }
-    TensorView view(const TensorView& host_view) const {
-        TensorView v = host_view;
-        v.data = reinterpret_cast<void*>(ptr_);
-        v.device = {DeviceKind::CUDA, 0};
-        return v;
-    }
-
-private:
-    std::size_t bytes_;
-    CUdeviceptr ptr_ = 0;
-};
-
-Tensor to_host(const Tensor& t) {
-    Tensor back = Tensor::empty(t.dtype(), t.view().sizes);
-    cuda::ContextGuard guard(0);
-    SCANC_CU(cuMemcpyDtoHAsync, back.data(), reinterpret_cast<CUdeviceptr>(t.data()),
-             back.numel() * dtype_size(t.dtype()), nullptr);
-    SCANC_CU(cuStreamSynchronize, nullptr);
-    return back;
-}
-
 TEST(CudaCache, RowsWithOtherStridesCompileOneMoreLayoutClassOnce) {
     // Contiguous rows run with their steps compiled in; rows read with strides that depend on the
     // sizes (a transposed view) need the class whose steps are kernel arguments: one more
@@ -116,10 +81,10 @@ program rows_in_two_layouts(x: f32[M, N]) { y = scan add(x) dim=1
     auto expect_scan = [&](TensorView host_view, int compiles_since_first) {
         Tensor host = cuda_test::random_tensor(DType::F32, {host_view.sizes[0] * host_view.sizes[1]}, rng);
         host_view.data = host.data();
-        DeviceCopy device(host);
+        cuda_test::DeviceCopy device(host);
         auto want = reference->run(std::vector<TensorView>{host_view});
-        auto got = exe->run(std::vector<TensorView>{device.view(host_view)});
-        EXPECT_TRUE(cuda_test::close(to_host(got[0]), want[0], 0, 0))
+        auto got = exe->run(std::vector<TensorView>{device.on_device(host_view)});
+        EXPECT_TRUE(cuda_test::close(cuda_test::to_host(got[0]), want[0], 0, 0))
             << host_view.sizes[0] << "x" << host_view.sizes[1] << " with strides " << host_view.strides[0] << ", "
             << host_view.strides[1];
         EXPECT_EQ(cuda_cache_stats().compiles - first, compiles_since_first);

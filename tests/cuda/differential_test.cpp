@@ -241,20 +241,10 @@ program p(x: f32[M, N]) {
     xt.sizes = {m, n};
     xt.strides = {1, m};
     auto want = ReferenceBackend().compile(program)->run(std::vector<TensorView>{xt});
-    cuda::ContextGuard guard(0);
-    CUdeviceptr dev;
-    SCANC_CU(cuMemAlloc, &dev, host.numel() * 4);
-    SCANC_CU(cuMemcpyHtoDAsync, dev, host.data(), host.numel() * 4, nullptr);
-    TensorView on_device = xt;
-    on_device.data = reinterpret_cast<void*>(dev);
-    on_device.device = {DeviceKind::CUDA, 0};
-    auto got = CudaBackend().compile(program)->run(std::vector<TensorView>{on_device});
+    cuda_test::DeviceCopy device(host);
+    auto got = CudaBackend().compile(program)->run(std::vector<TensorView>{device.on_device(xt)});
     ASSERT_EQ(got[0].view().device.kind, DeviceKind::CUDA);
-    Tensor back = Tensor::empty(DType::F32, {m, n});
-    SCANC_CU(cuMemcpyDtoHAsync, back.data(), reinterpret_cast<CUdeviceptr>(got[0].data()), m * n * 4, nullptr);
-    SCANC_CU(cuStreamSynchronize, nullptr);
-    SCANC_CU(cuMemFree, dev);
-    EXPECT_TRUE(close(back, want[0], 0, 0));
+    EXPECT_TRUE(close(cuda_test::to_host(got[0]), want[0], 0, 0));
 }
 
 TEST_F(CudaDifferential, ScansOfMoreThan2To31ElementsIndexIn64Bits) {

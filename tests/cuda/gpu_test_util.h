@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "driver.h"
 #include "scanc/backends/cuda.h"
 #include "scanc/backends/reference.h"
 #include "scanc/ir/scalar_eval.h"
@@ -78,6 +79,45 @@ inline void expect_matches_reference(const ProgramRef& program, const std::vecto
         EXPECT_EQ(got[i].view().device.kind, DeviceKind::CPU) << "host inputs give host outputs";
         EXPECT_TRUE(close(got[i], want[i], rtol, atol)) << "result " << i;
     }
+}
+
+// A host tensor's bytes copied to device 0 (freed with this object). on_device(v) is the view v
+// of that host tensor moved onto the copy: the same offset from its start, sizes and strides.
+class DeviceCopy {
+public:
+    explicit DeviceCopy(const Tensor& host)
+        : host_(static_cast<const char*>(host.data())), bytes_(host.numel() * dtype_size(host.dtype())) {
+        cuda::ContextGuard guard(0);
+        SCANC_CU(cuMemAlloc, &ptr_, bytes_);
+        SCANC_CU(cuMemcpyHtoDAsync, ptr_, host.data(), bytes_, nullptr);
+        SCANC_CU(cuStreamSynchronize, nullptr);
+    }
+    DeviceCopy(const DeviceCopy&) = delete;
+    DeviceCopy& operator=(const DeviceCopy&) = delete;
+    ~DeviceCopy() {
+        cuda::ContextGuard guard(0);
+        cuda::driver().cuMemFree(ptr_);
+    }
+    TensorView on_device(TensorView host_view) const {
+        host_view.data = reinterpret_cast<char*>(ptr_) + (static_cast<const char*>(host_view.data) - host_);
+        host_view.device = {DeviceKind::CUDA, 0};
+        return host_view;
+    }
+
+private:
+    const char* host_;
+    std::size_t bytes_;
+    CUdeviceptr ptr_ = 0;
+};
+
+// A contiguous device tensor (a cuda run's result) copied to the host.
+inline Tensor to_host(const Tensor& device) {
+    Tensor back = Tensor::empty(device.dtype(), device.view().sizes);
+    cuda::ContextGuard guard(0);
+    SCANC_CU(cuMemcpyDtoHAsync, back.data(), reinterpret_cast<CUdeviceptr>(device.data()),
+             back.numel() * dtype_size(device.dtype()), nullptr);
+    SCANC_CU(cuStreamSynchronize, nullptr);
+    return back;
 }
 
 inline ProgramRef parse_program(const std::string& text) {

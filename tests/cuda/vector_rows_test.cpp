@@ -3,7 +3,6 @@
 // dtype, both directions, one-tile rows that share a tile, rows of several tiles with a partial
 // last one, values broadcast along the row, epilogues that read inputs, and the scalar kernels
 // that take over where a row is not aligned.
-#include "driver.h"
 #include "gpu_test_util.h"
 
 namespace scanc {
@@ -77,19 +76,9 @@ program p(x: f32[M, N]) { y = scan add(x) dim=1
     rows.sizes = {m, n};
     rows.strides = {n, 1};
     auto want = ReferenceBackend().compile(program)->run(std::vector<TensorView>{rows});
-    cuda::ContextGuard guard(0);
-    CUdeviceptr dev;
-    SCANC_CU(cuMemAlloc, &dev, host.numel() * 4);
-    SCANC_CU(cuMemcpyHtoDAsync, dev, host.data(), host.numel() * 4, nullptr);
-    TensorView on_device = rows;
-    on_device.data = reinterpret_cast<float*>(dev) + 1;
-    on_device.device = {DeviceKind::CUDA, 0};
-    auto got = CudaBackend().compile(program)->run(std::vector<TensorView>{on_device});
-    Tensor back = Tensor::empty(DType::F32, {m, n});
-    SCANC_CU(cuMemcpyDtoHAsync, back.data(), reinterpret_cast<CUdeviceptr>(got[0].data()), m * n * 4, nullptr);
-    SCANC_CU(cuStreamSynchronize, nullptr);
-    SCANC_CU(cuMemFree, dev);
-    EXPECT_TRUE(cuda_test::close(back, want[0], 0, 0));
+    cuda_test::DeviceCopy device(host);
+    auto got = CudaBackend().compile(program)->run(std::vector<TensorView>{device.on_device(rows)});
+    EXPECT_TRUE(cuda_test::close(cuda_test::to_host(got[0]), want[0], 0, 0));
 }
 
 }  // namespace

@@ -93,10 +93,14 @@ public:
     }
 
     std::vector<Tensor> launch_all() {
+        std::vector<StageViews> views;
         std::vector<std::optional<StageLayout>> wanted;
-        for (const Stage& s : plan_.stages) wanted.push_back(rows_layout(s));
+        for (const Stage& s : plan_.stages) {
+            views.push_back(views_of(s));
+            wanted.push_back(rows_layout(s, views.back()));
+        }
         const Module& module = exe_.module_for(wanted);
-        for (std::size_t s = 0; s < plan_.stages.size(); ++s) launch(plan_.stages[s], module.kernels[s]);
+        for (std::size_t s = 0; s < plan_.stages.size(); ++s) launch(plan_.stages[s], views[s], module.kernels[s]);
         std::vector<Tensor> out;
         for (auto& r : results_) out.push_back(host_ ? to_host(r) : to_device_tensor(r));
         if (host_) SCANC_CU(cuStreamSynchronize, stream_);
@@ -170,25 +174,45 @@ private:
         return v;
     }
 
+    // A stage's iteration shape and the views of its accesses and outputs, their strides
+    // (elements) broadcast to that shape: worked out once per run.
+    struct StageViews {
+        std::vector<i64> shape;
+        std::vector<DeviceView> in, out;
+    };
+
+    StageViews views_of(const Stage& s) {
+        StageViews v;
+        v.shape = evaluate_shape(stage_shape(s), bindings_);
+        auto broadcast = [&](DeviceView d) {
+            d.strides = broadcast_strides(d, v.shape);
+            return d;
+        };
+        for (const Access& a : s.inputs) v.in.push_back(broadcast(source_view(a)));
+        if (s.inputs.empty()) v.in.push_back(broadcast(DeviceView{0, DType::F32, {}, {}}));  // NIN >= 1
+        for (const StageOutput& o : s.outputs) v.out.push_back(broadcast(target_view(o.target)));
+        return v;
+    }
+
     // The layout class stage `s` needs when a rows kernel runs it (inner extent 1, rows longer
     // than one element): each access's and output's byte step along the scan dim, where it is its
     // element size, 0 or the contiguous class's step, else kRuntimeStep (a stride that depends on
     // sizes must not be compiled in). None when any class will do.
-    std::optional<StageLayout> rows_layout(const Stage& s) {
+    std::optional<StageLayout> rows_layout(const Stage& s, const StageViews& views) {
         if (!s.is_scan) return std::nullopt;
-        std::vector<i64> shape = evaluate_shape(stage_shape(s), bindings_);
+        const std::vector<i64>& shape = views.shape;
         i64 inner = 1;
         for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
         if (inner != 1 || shape[s.dim] <= 1) return std::nullopt;
         const StageLayout& contiguous = exe_.modules_.front().layout[s.id];
         auto step = [&](const DeviceView& v, i64 expected) {
             const i64 size = static_cast<i64>(dtype_size(v.dtype));
-            const i64 actual = broadcast_strides(v, shape)[s.dim] * size;
+            const i64 actual = v.strides[s.dim] * size;
             return actual == 0 || actual == size || actual == expected ? actual : kRuntimeStep;
         };
         StageLayout layout;
-        for (std::size_t k = 0; k < s.inputs.size(); ++k) layout.in.push_back(step(source_view(s.inputs[k]), contiguous.in[k]));
-        for (std::size_t k = 0; k < s.outputs.size(); ++k) layout.out.push_back(step(target_view(s.outputs[k].target), contiguous.out[k]));
+        for (std::size_t k = 0; k < s.inputs.size(); ++k) layout.in.push_back(step(views.in[k], contiguous.in[k]));
+        for (std::size_t k = 0; k < s.outputs.size(); ++k) layout.out.push_back(step(views.out[k], contiguous.out[k]));
         return layout;
     }
 
@@ -196,43 +220,38 @@ private:
     // steps by its element size or 0 along the scan dim): rows of a multiple of 4 elements
     // whose every row of every stepping access and output starts at a multiple of 4 elements'
     // bytes (pointer and the other dims' strides).
-    bool whole_vectors(const Stage& s, const std::vector<i64>& shape) {
-        if (shape[s.dim] % 4) return false;
+    bool whole_vectors(const Stage& s, const StageViews& views) {
+        if (views.shape[s.dim] % 4) return false;
         auto aligned = [&](const DeviceView& v) {
-            std::vector<i64> strides = broadcast_strides(v, shape);  // in elements
-            if (strides[s.dim] == 0) return true;  // broadcast along the row: read as a scalar
+            if (v.strides[s.dim] == 0) return true;  // broadcast along the row: read as a scalar
             bool ok = v.ptr % (4 * dtype_size(v.dtype)) == 0;
-            for (std::size_t j = 0; j < strides.size(); ++j) ok = ok && (static_cast<int>(j) == s.dim || strides[j] % 4 == 0);
+            for (std::size_t j = 0; j < v.strides.size(); ++j) ok = ok && (static_cast<int>(j) == s.dim || v.strides[j] % 4 == 0);
             return ok;
         };
-        for (const Access& a : s.inputs)
-            if (!aligned(source_view(a))) return false;
-        for (const StageOutput& o : s.outputs)
-            if (!aligned(target_view(o.target))) return false;
-        return true;
+        return std::all_of(views.in.begin(), views.in.end(), aligned) &&
+               std::all_of(views.out.begin(), views.out.end(), aligned);
     }
 
     // Kernel argument block: size[R], in[NIN] {ptr, byte stride[R]}, out[NOUT] {...}, scan params.
-    std::vector<i64> pack(const Stage& s, const std::vector<i64>& shape) {
-        std::size_t rank = std::max<std::size_t>(shape.size(), 1);
+    std::vector<i64> pack(const StageViews& views) {
+        std::size_t rank = std::max<std::size_t>(views.shape.size(), 1);
         std::vector<i64> args(rank, 1);
-        std::copy(shape.begin(), shape.end(), args.begin());
+        std::copy(views.shape.begin(), views.shape.end(), args.begin());
         auto put = [&](const DeviceView& v) {
             args.push_back(static_cast<i64>(v.ptr));
-            for (i64 stride : broadcast_strides(v, shape)) args.push_back(stride * static_cast<i64>(dtype_size(v.dtype)));
+            for (i64 stride : v.strides) args.push_back(stride * static_cast<i64>(dtype_size(v.dtype)));
         };
-        for (auto& a : s.inputs) put(source_view(a));
-        if (s.inputs.empty()) put(DeviceView{0, DType::F32, {}, {}});
-        for (auto& o : s.outputs) put(target_view(o.target));
+        for (const DeviceView& v : views.in) put(v);
+        for (const DeviceView& v : views.out) put(v);
         return args;
     }
 
-    void launch(const Stage& s, const Kernels& k) {
-        std::vector<i64> shape = evaluate_shape(stage_shape(s), bindings_);
+    void launch(const Stage& s, const StageViews& views, const Kernels& k) {
+        const std::vector<i64>& shape = views.shape;
         i64 numel = 1;
         for (i64 x : shape) numel *= x;
         if (numel == 0) return;
-        std::vector<i64> args = pack(s, shape);
+        std::vector<i64> args = pack(views);
         unsigned threads, smem = 0;
         i64 blocks;
         CUfunction fn;
@@ -278,7 +297,7 @@ private:
                 lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
                 status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
                 fn = per_tile > 1 ? k.rows_shared : k.rows;
-                if (k.rows_vec && whole_vectors(s, shape)) {
+                if (k.rows_vec && whole_vectors(s, views)) {
                     fn = per_tile > 1 ? k.rows_shared_vec : k.rows_vec;
                     smem = k.rows_vec_smem;
                 }

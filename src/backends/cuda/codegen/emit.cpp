@@ -17,11 +17,15 @@ DType strong_dtype(const Type& t) {
     return t.weak ? (t.dtype == DType::F64 ? DType::F32 : DType::I64) : t.dtype;
 }
 
-std::string load_text(const std::string& ptr, const std::string& off, DType t) {
-    std::string raw = cat("ld<", storage_ctype(t), ">(", ptr, ", ", off, ")");
+// A stored value `raw` of dtype t in its compute type (f16/bf16 widen to float).
+std::string loaded_value(const std::string& raw, DType t) {
     if (t == DType::F16) return "sc_f16_load(" + raw + ")";
     if (t == DType::BF16) return "sc_bf16_load(" + raw + ")";
     return raw;
+}
+
+std::string load_text(const std::string& ptr, const std::string& off, DType t) {
+    return loaded_value(cat("ld<", storage_ctype(t), ">(", ptr, ", ", off, ")"), t);
 }
 
 // `pattern` with every '#' replaced by the access or output index k.
@@ -177,10 +181,7 @@ private:
         int k = access_index(n);
         DType t = s_.inputs[k].dtype;
         if (layout_->in[k] == 0) return load_text(cat("c.in[", k, "]"), "0", t);
-        std::string raw = cat("vin", k, ".v[q]");
-        if (t == DType::F16) return "sc_f16_load(" + raw + ")";
-        if (t == DType::BF16) return "sc_bf16_load(" + raw + ")";
-        return raw;
+        return loaded_value(cat("vin", k, ".v[q]"), t);
     }
 
     // Declares vin<k>, the four elements at c.in[k], for every input that steps along the row.
