@@ -38,8 +38,15 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_TRUE(t.stamps);
     EXPECT_FALSE(t.fixed_steps);
     EXPECT_FALSE(t.vector_rows);
-    EXPECT_TRUE(table.fixed_steps && table.vector_rows);  // 8-byte states on sm_90 take the vector rows
+    EXPECT_TRUE(table.fixed_steps && table.vector_rows);
     EXPECT_EQ(t.map_threads, table.map_threads);
+}
+
+TEST(CudaTuning, FourAndEightByteStatesTakeTheVectorRowsOnSm90Only) {
+    EXPECT_TRUE(choose_tuning(1, 90).vector_rows);
+    EXPECT_TRUE(choose_tuning(2, 90).vector_rows);
+    EXPECT_FALSE(choose_tuning(4, 90).vector_rows);
+    EXPECT_FALSE(choose_tuning(1, 80).vector_rows);
 }
 
 TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {

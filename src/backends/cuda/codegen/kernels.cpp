@@ -40,6 +40,14 @@ __device__ __forceinline__ void load_striped(const typename K::Args& a, const ty
 // by four words per 32 (pad4), so that a lane's four words are one aligned 16-byte shared
 // access on both sides, without bank conflicts. ----
 __device__ __forceinline__ int pad4(int i) { return i + ((i >> 5) << 2); }
+// Where the lane's vector m lies in the padded segment, striped (elements 128m + 4 lane ..) and
+// blocked (lane x IT + 4m ..): pad4 split so that the lane's part is one base and m's a constant
+// offset (else each vector's address is a register, and 4-byte states spill them).
+__device__ __forceinline__ int striped_vec_at(int m, int lane) { return 144 * m + pad4(4 * lane); }
+template <int IT> __device__ __forceinline__ int blocked_vec_at(int lane, int m) {
+    if constexpr (IT % 32 == 0) return lane * (IT + IT / 8) + pad4(4 * m);
+    else return pad4(lane * IT + 4 * m);
+}
 // Four states to / from four consecutive words (at `at`, a multiple of 4) of each word plane.
 template <class K, class Seg> __device__ __forceinline__ void put4(Seg& sw, int at, const typename K::State* s) {
     u32 w[4][K::NW];
@@ -88,7 +96,7 @@ __device__ __forceinline__ void store_vec(const typename K::Args& a, const typen
     #pragma unroll
     for (int m = 0; m < IT / 4; ++m) {
         typename K::State v[4], o[4];
-        get4<K>(sw, pad4((m << 7) + 4 * lane), v);
+        get4<K>(sw, striped_vec_at(m, lane), v);
         #pragma unroll
         for (int q = 0; q < 4; ++q) o[q] = v[K::REVERSE ? 3 - q : q];
         if ((m << 7) + 4 * lane < nrem) K::store4(c, o);
@@ -113,10 +121,10 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT, VEC>& sw, typename K
     __syncwarp();  // the segment's previous readers are done
     if constexpr (VEC) {
         #pragma unroll
-        for (int m = 0; m < IT / 4; ++m) put4<K>(sw, pad4((m << 7) + 4 * lane), items + 4 * m);
+        for (int m = 0; m < IT / 4; ++m) put4<K>(sw, striped_vec_at(m, lane), items + 4 * m);
         __syncwarp();
         #pragma unroll
-        for (int m = 0; m < IT / 4; ++m) get4<K>(sw, pad4(lane * IT + 4 * m), items + 4 * m);
+        for (int m = 0; m < IT / 4; ++m) get4<K>(sw, blocked_vec_at<IT>(lane, m), items + 4 * m);
     } else {
         #pragma unroll
         for (int k = 0; k < IT; ++k) {
@@ -169,7 +177,7 @@ __device__ __forceinline__ void store_segment(const typename K::Args& a, const t
     __syncwarp();
     if constexpr (VEC) {
         #pragma unroll
-        for (int m = 0; m < IT / 4; ++m) put4<K>(sw, pad4(lane * IT + 4 * m), items + 4 * m);
+        for (int m = 0; m < IT / 4; ++m) put4<K>(sw, blocked_vec_at<IT>(lane, m), items + 4 * m);
         __syncwarp();
         store_vec<K, IT>(a, x, sw, t0, nval);
         return;
