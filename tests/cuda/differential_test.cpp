@@ -322,6 +322,15 @@ TEST_F(CudaDifferential, PrefixesPublishedInSeveralCopiesMatch) {
     }
 }
 
+TEST_F(CudaDifferential, RowsOfOneSharedTileAndLongerRowsRunInTilesOfTheirOwnSize) {
+    // sitems=4: rows of up to 64 x 4 elements run in the shared kernel's tiles (two to a tile up
+    // to 128, one from 129 to 256), longer ones in look-back tiles of 64 x 16; res=32x2 leaves
+    // the resident kernel rows of up to 64. Rows of whole vectors take the vector kernels.
+    TuningOverride tuning("rows=64x16,sitems=4,res=32x2,window=32");
+    expect_rows_match(kRowScans, {{5, 65}, {7, 128}, {3, 129}, {4, 256}, {2, 257}, {3, 1024}, {2, 1025}, {2, 4100},
+                                  {1, 40961}});
+}
+
 TEST_F(CudaDifferential, TileStampsRecordEveryTileOfALaunchInPhaseOrder) {
     // stamps=1 (the instrument behind bench/lookback_stamps.py): the results still match, and
     // the file holds one record per tile whose times run forwards.

@@ -16,12 +16,14 @@ struct Env {
 
 TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     Tuning table = choose_tuning(2, 90);
-    Env env("rows=64x8,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
+    Env env("rows=64x8,sitems=4,smb=3,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
             "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0");
     Tuning t = choose_tuning(2, 90);
     EXPECT_EQ(t.row_threads, 64);
     EXPECT_EQ(t.row_items, 8);
     EXPECT_EQ(t.row_window, 96);
+    EXPECT_EQ(t.shared_row_items(), 4);
+    EXPECT_EQ(t.shared_rows_min_blocks(), 3);
     EXPECT_EQ(t.row_pcopies, 4);
     EXPECT_EQ(t.col_warps, 4);
     EXPECT_EQ(t.col_rows, 12);
@@ -49,6 +51,26 @@ TEST(CudaTuning, FourAndEightByteStatesTakeTheVectorRowsOnSm90Only) {
     EXPECT_FALSE(choose_tuning(1, 80).vector_rows);
 }
 
+TEST(CudaTuning, RowsOfOneTileKeepTheLookBackTilesItemsUnlessTheTableSplitsThem) {
+    const Tuning words2 = choose_tuning(2, 90), words1 = choose_tuning(1, 90);
+    EXPECT_EQ(words2.shared_row_items(), words2.row_items);
+    EXPECT_EQ(words2.shared_rows_min_blocks(), words2.min_blocks);
+    EXPECT_LT(words1.shared_row_items(), words1.row_items);  // 4-byte states: longer look-back tiles
+}
+
+TEST(CudaTuning, RowsAndMinBlocksOverridesSizeBothRowsKernelsUnlessSplitAgain) {
+    {
+        Env env("rows=64x4,mb=6");
+        Tuning t = choose_tuning(1, 90);
+        EXPECT_EQ(t.shared_row_items(), 4);
+        EXPECT_EQ(t.shared_rows_min_blocks(), 6);
+    }
+    Env env("smb=5,sitems=2,rows=64x4,mb=6");
+    Tuning t = choose_tuning(1, 90);
+    EXPECT_EQ(t.shared_row_items(), 2);
+    EXPECT_EQ(t.shared_rows_min_blocks(), 5);
+}
+
 TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
     Tuning table = choose_tuning(1, 90);
     Env env("mb=3");
@@ -61,7 +83,7 @@ TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
 }
 
 TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
-    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "fixsteps=2", "vec=on", "256,16,256"}) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "smb=0", "256,16,256"}) {
         SCOPED_TRACE(bad);
         Env env(bad);
         try {

@@ -18,14 +18,15 @@ protected:
     void SetUp() override {
         SKIP_WITHOUT_GPU();
         setenv("SCANC_CUDA_POISON", "1", 1);  // unwritten outputs show as NaN / all-ones bits
-        setenv("SCANC_CUDA_TUNING", "vec=1", 1);  // the table keeps 4-byte states on the scalar kernels
+        setenv("SCANC_CUDA_TUNING", "vec=1", 1);  // the table's choice on sm_90, asked for on any GPU
     }
     void TearDown() override { unsetenv("SCANC_CUDA_TUNING"); }
     std::mt19937_64 rng{std::random_device{}()};
 };
 
-// Rows of 4, 1024 and 2048 (one-tile rows that share a tile), 4096 (one tile), three tiles and
-// a partial one, and 4099 (not whole vectors: the scalar kernel).
+// Rows of 4 to 4096 (at most one tile: shared tiles, or the resident kernel where it takes
+// them), several look-back tiles with a partial last one, and 4099 (not whole vectors: the
+// scalar kernel).
 const std::pair<int, int> kShapes[] = {{3, 4}, {9, 1024}, {5, 2048}, {4, 4096}, {2, 3 * 4096 + 4 * 37}, {3, 4099}};
 
 TEST_F(CudaVectorRows, SumsMatchInEveryDtypeAndBothDirections) {

@@ -265,7 +265,7 @@ private:
             for (int j = 0; j < s.dim; ++j) outer *= shape[j];
             for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
             int nw = stage_state_words(s);
-            i64 chunks, groups = 1, per_tile = 1, status_words, lookback_words = 0;
+            i64 chunks, groups = 1, per_tile = 1, status_words, lookback_words = 0, tile = 0;
             const Tuning& t = k.tuning;
             if (inner == 1 && len <= 32 * i64{t.res_items}) {
                 // A row fits a warp's segment: a resident grid strides over the rows, one per
@@ -281,26 +281,28 @@ private:
                 status_words = 0;
                 fn = k.resident;
             } else if (inner == 1) {
-                smem = k.rows_smem;
-                const i64 segment = 32 * i64{t.row_items}, warps = t.row_threads / 32;
-                chunks = ceil_div(len, segment * warps);
-                // Rows of one tile that need at most half its warps share it: each takes the
-                // fewest warps, a power of two, whose segments hold it (scan_rows in kernels.cpp).
-                if (chunks == 1) {
+                const i64 warps = t.row_threads / 32, segment = 32 * i64{t.row_items};
+                const i64 shared_segment = 32 * i64{t.shared_row_items()};
+                // Rows of one shared tile take the fewest warps of it, a power of two, whose
+                // segments hold them, and share it where that leaves room (scan_rows in
+                // kernels.cpp). A row that fills a look-back tile of the same size runs there.
+                bool shared = len <= shared_segment * warps;
+                if (shared) {
                     i64 row_warps = 1;
-                    while (row_warps * segment < len) row_warps *= 2;
-                    per_tile = std::max<i64>(warps / row_warps, 1);
+                    while (row_warps * shared_segment < len) row_warps *= 2;
+                    per_tile = warps / row_warps;
+                    shared = per_tile > 1 || shared_segment < segment;
                 }
+                tile = (shared ? shared_segment : segment) * warps;
+                chunks = shared ? 1 : ceil_div(len, tile);
                 blocks = ceil_div(outer, per_tile) * chunks;
                 threads = static_cast<unsigned>(t.row_threads);
                 // A, then the copies of P (per row and chunk), then the stamps' records (per tile)
                 lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
                 status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
-                fn = per_tile > 1 ? k.rows_shared : k.rows;
-                if (k.rows_vec && whole_vectors(s, views)) {
-                    fn = per_tile > 1 ? k.rows_shared_vec : k.rows_vec;
-                    smem = k.rows_vec_smem;
-                }
+                const bool vec = k.rows_vec && whole_vectors(s, views);
+                fn = vec ? (shared ? k.rows_shared_vec : k.rows_vec) : (shared ? k.rows_shared : k.rows);
+                smem = shared ? (vec ? k.rows_shared_vec_smem : k.rows_shared_smem) : (vec ? k.rows_vec_smem : k.rows_smem);
             } else {
                 groups = ceil_div(inner, 32);
                 chunks = ceil_div(len, i64{t.col_warps} * t.col_rows);
@@ -319,7 +321,6 @@ private:
                           len, inner, chunks, groups, per_tile})
                 args.push_back(v);
             if (fn != k.resident && fn != k.cols && t.stamps) {  // after the look-back words (A, P copies)
-                const i64 tile = i64{t.row_threads} * t.row_items;
                 stamps.emplace(status + static_cast<CUdeviceptr>(lookback_words * 8),
                                StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
             }
@@ -401,13 +402,16 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
             SCANC_CU(cuModuleGetFunction, &k.resident, module, cat("scanc_resident_", s.id).c_str());
             const Tuning& t = k.tuning;
             int nw = stage_state_words(s);
-            k.rows_smem = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, t.row_items, nw));
-            allow_dynamic_smem(k.rows, k.rows_smem, info);
-            allow_dynamic_smem(k.rows_shared, k.rows_smem, info);
+            auto transpose = [&](CUfunction fn, int items, bool vec) {
+                auto bytes = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, items, nw, vec));
+                allow_dynamic_smem(fn, bytes, info);
+                return bytes;
+            };
+            k.rows_smem = transpose(k.rows, t.row_items, false);
+            k.rows_shared_smem = transpose(k.rows_shared, t.shared_row_items(), false);
             if (k.rows_vec) {
-                k.rows_vec_smem = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, t.row_items, nw, true));
-                allow_dynamic_smem(k.rows_vec, k.rows_vec_smem, info);
-                allow_dynamic_smem(k.rows_shared_vec, k.rows_vec_smem, info);
+                k.rows_vec_smem = transpose(k.rows_vec, t.row_items, true);
+                k.rows_shared_vec_smem = transpose(k.rows_shared_vec, t.shared_row_items(), true);
             }
             k.resident_smem = static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
             allow_dynamic_smem(k.resident, k.resident_smem, info);

@@ -22,13 +22,15 @@ public:
 
 private:
     struct Kernels {
-        // rows_shared: the rows kernel for one-tile rows that share a tile (ScanParams::per_tile)
+        // rows_shared: the rows kernel for rows of one shared tile, several to a tile where they fit
+        // (ScanParams::per_tile)
         CUfunction rows = nullptr, rows_shared = nullptr, resident = nullptr, cols = nullptr, map = nullptr;
         // the vector rows kernels (rows of whole, aligned vectors of four; null where the
         // module's layout class has none)
         CUfunction rows_vec = nullptr, rows_shared_vec = nullptr;
         Tuning tuning;
-        unsigned rows_smem = 0, rows_vec_smem = 0, resident_smem = 0;  // dynamic shared memory (the transposes)
+        // dynamic shared memory (the transposes)
+        unsigned rows_smem = 0, rows_shared_smem = 0, rows_vec_smem = 0, rows_shared_vec_smem = 0, resident_smem = 0;
         int resident_per_sm = 0;                    // blocks of the resident kernel per SM
     };
     // One compiled layout class of the program (codegen.h): its kernels per stage.

@@ -29,6 +29,11 @@ Tuning with_pcopies(Tuning t, int copies) {
     return t;
 }
 
+Tuning with_shared_rows(Tuning t, int items, int min_blocks) {
+    t.shared_items = items, t.shared_min_blocks = min_blocks;
+    return t;
+}
+
 Tuning with_vector_rows(Tuning t) {
     t.vector_rows = true;
     return t;
@@ -47,8 +52,11 @@ const Row kTable[] = {
     // 91%, rows of 128 66 -> 62%, rows of 16 15 -> 26%). 8-byte states take the vector rows
     // kernels (eighth session: affine 1-D 66.7 -> 71.6%, affine rows 95.6 -> 97.6%), and so do
     // 4-byte ones since their shared addresses stopped spilling (ninth session: sum rows 90.1 ->
-    // 92.1%, sum 1-D 70.8 -> 73.9%, 16x2^22 78.3 -> 81.0%, 2^20 8.6 -> 7.9 us).
-    {1, 90, with_vector_rows(with_pcopies(entry(128, 32, 128, 8, 32, 4, 8, 2, 128, 32, 3), 8))},
+    // 92.1%, sum 1-D 70.8 -> 73.9%, 16x2^22 78.3 -> 81.0%, 2^20 8.6 -> 7.9 us). Their look-back
+    // tiles are then 128x64 at 4 blocks/SM with a window of 64 (1-D 73.5 -> 75.7%, 16x2^22
+    // 80.8 -> 85.0%), and rows of one tile keep 128x32 tiles at 8 (rows of 4096 lost 1-2 points
+    // in the longer tiles).
+    {1, 90, with_vector_rows(with_shared_rows(with_pcopies(entry(128, 64, 64, 8, 32, 4, 4, 2, 128, 32, 3), 8), 32, 8))},
     {2, 90, with_vector_rows(entry(128, 32, 64, 8, 32, 4, 4, 2, 256, 16, 2))},
     {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
     {2, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 8, 2)},
@@ -59,12 +67,14 @@ const Row kTable[] = {
 
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
-                           "with keys rows=TxI, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
+                           "with keys rows=TxI, sitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
                            "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
 void apply_overrides(Tuning& t, const std::string& env) {
+    // rows=TxI and mb=N size both rows kernels unless sitems / smb split them again.
+    bool rows = false, min_blocks = false, shared_items = false, shared_min_blocks = false;
     std::istringstream fields(env);
     for (std::string field; std::getline(fields, field, ',');) {
         auto eq = field.find('=');
@@ -81,12 +91,14 @@ void apply_overrides(Tuning& t, const std::string& env) {
             if (x == std::string::npos) bad_tuning(env, cat("`", field, "`: expected AxB"));
             a = number(value.substr(0, x)), b = number(value.substr(x + 1));
         };
-        if (key == "rows") pair(t.row_threads, t.row_items);
+        if (key == "rows") pair(t.row_threads, t.row_items), rows = true;
+        else if (key == "sitems") t.shared_items = number(value), shared_items = true;
+        else if (key == "smb") t.shared_min_blocks = number(value), shared_min_blocks = true;
         else if (key == "window") t.row_window = number(value);
         else if (key == "pcopies" && number(value) <= 32) t.row_pcopies = number(value);
         else if (key == "cols") pair(t.col_warps, t.col_rows);
         else if (key == "cwin") t.col_window = number(value);
-        else if (key == "mb") t.min_blocks = number(value);
+        else if (key == "mb") t.min_blocks = number(value), min_blocks = true;
         else if (key == "cmb") t.col_min_blocks = number(value);
         else if (key == "res") pair(t.res_threads, t.res_items);
         else if (key == "rmb") t.res_min_blocks = number(value);
@@ -101,12 +113,16 @@ void apply_overrides(Tuning& t, const std::string& env) {
     }
     if (t.row_threads % 32 || t.res_threads % 32 || t.row_window % 32)
         bad_tuning(env, "threads and window must be multiples of 32");
+    if (rows && !shared_items) t.shared_items = 0;
+    if (min_blocks && !shared_min_blocks) t.shared_min_blocks = 0;
+    if (t.shared_row_items() > t.row_items) bad_tuning(env, "sitems must not exceed the rows' items");
 }
 
 }  // namespace
 
 std::string Tuning::str() const {
-    return cat("rows ", row_threads, "x", row_items, " w", row_window, " x", row_pcopies, ", cols ", col_warps, "x",
+    return cat("rows ", row_threads, "x", row_items, " w", row_window, " x", row_pcopies, " (one tile ",
+               row_threads, "x", shared_row_items(), " at ", shared_rows_min_blocks(), "), cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
                res_groups ? "" : ", no lane groups",

@@ -101,7 +101,8 @@ private:
         out_ << "    static constexpr int D = " << s_.dim << ", NW = " << nw
              << ";\n    static constexpr bool REVERSE = " << (s_.reverse ? "true" : "false") << ";\n"
              << "    static constexpr int ROW_THREADS = " << tuning_.row_threads
-             << ", ROW_ITEMS = " << tuning_.row_items << ", ROW_WINDOW = " << tuning_.row_window
+             << ", ROW_ITEMS = " << tuning_.row_items << ", SHARED_ITEMS = " << tuning_.shared_row_items()
+             << ", ROW_WINDOW = " << tuning_.row_window
              << ", ROW_PCOPIES = " << tuning_.row_pcopies
              << ";\n    static constexpr bool ROW_CHUNK_MAJOR = " << (tuning_.chunk_major ? "true" : "false")
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
@@ -321,7 +322,8 @@ const StageLayout* fixed_layout(const Stage& stage, const Tuning& tuning, const 
 }
 
 bool has_vector_rows(const Stage& stage, const Tuning& tuning, const StageLayout* layout) {
-    if (!layout || !tuning.vector_rows || stage.inputs.empty() || tuning.row_items % 4) return false;
+    if (!layout || !tuning.vector_rows || stage.inputs.empty() || tuning.row_items % 4 || tuning.shared_row_items() % 4)
+        return false;
     for (std::size_t k = 0; k < stage.inputs.size(); ++k) {
         const std::int64_t step = layout->in[k];
         if (step != 0 && step != static_cast<std::int64_t>(dtype_size(stage.inputs[k].dtype))) return false;
@@ -351,7 +353,7 @@ std::string generate_source(const Plan& plan, int cc, const Layout& layout) {
                 for (bool shared : {false, true})
                     if (!vec || emitter.vectorizable())
                         out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.row_threads << ", "
-                            << tuning.min_blocks << ") " << rows_kernel_name(s.id, shared, vec) << "(const " << k
+                            << (shared ? tuning.shared_rows_min_blocks() : tuning.min_blocks) << ") " << rows_kernel_name(s.id, shared, vec) << "(const " << k
                             << "::Args a) { scan_rows<" << k << ", " << (shared ? "true" : "false") << ", "
                             << (vec ? "true" : "false") << ">(a); }\n";
             out << "extern \"C\" __global__ void __launch_bounds__(" << tuning.res_threads << ", "

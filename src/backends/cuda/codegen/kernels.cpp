@@ -249,14 +249,15 @@ template <bool ON> struct TileStamps {
 };
 
 // Rows longer than a warp's resident segment: a row is split into tiles of THREADS x ITEMS
-// elements chained by a deterministic windowed look-back (a row of one tile has none, and rows
-// that need at most half a tile share one: SHARED, the scanc_rows_shared_N kernel). Look-back
+// elements chained by a deterministic windowed look-back (a row of one tile has none). Rows of
+// at most one tile of THREADS x SHARED_ITEMS run in the SHARED kernel, scanc_rows_shared_N,
+// several to a tile where they need at most half of it (the executable picks). Look-back
 // words: the aggregates A of every tile, then the inclusive prefixes P, NW words per tile each,
 // so that a warp's window loads are coalesced. Where a tile's time goes (stamps=1,
 // bench/lookback_stamps.py): docs/benchmarks.md.
 template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
-    constexpr int T = K::ROW_THREADS, IT = K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
+    constexpr int T = K::ROW_THREADS, IT = SHARED ? K::SHARED_ITEMS : K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
     constexpr int SEG = 32 * IT, PER = W / 32;
     constexpr i64 TILE = (i64)T * IT;
     Segment<K, IT, VEC>* xchg = reinterpret_cast<Segment<K, IT, VEC>*>(sc_dyn_smem);
@@ -269,7 +270,7 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
     TileStamps<K::STAMPS> stamp;
     // Chunk-major order (ROW_CHUNK_MAJOR): chunk c of every row before chunk c + 1 of any, so
     // that several rows' look-back chains advance side by side, each `outer` tiles apart.
-    // SHARED: rows that need at most half a tile share one (p.per_tile of them, chunks = 1):
+    // SHARED: p.per_tile rows share a tile (chunks = 1):
     // each takes wpr = WARPS / per_tile consecutive warps, and a warp is segment `seg` of its
     // row. (Its own kernel: a row that varies within the block costs registers, and sharing
     // one register allocation cost the other tiles 2-8 points.)
