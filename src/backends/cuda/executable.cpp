@@ -290,7 +290,7 @@ private:
                 if (shared) {
                     i64 row_warps = 1;
                     while (row_warps * shared_segment < len) row_warps *= 2;
-                    per_tile = warps / row_warps;
+                    per_tile = std::max<i64>(warps / row_warps, 1);  // warps need not be a power of two
                     shared = per_tile > 1 || shared_segment < segment;
                 }
                 tile = (shared ? shared_segment : segment) * warps;
