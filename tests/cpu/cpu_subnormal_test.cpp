@@ -31,21 +31,6 @@ bool same(float want, float got) {
     return std::bit_cast<std::uint32_t>(want) == std::bit_cast<std::uint32_t>(got);
 }
 
-// f32 values of every class: subnormals, tiny and ordinary normals, zeros, infinities, NaN.
-float any_value(std::mt19937_64& rng) {
-    std::uniform_int_distribution<int> kind(0, 9);
-    std::uniform_real_distribution<float> unit(0.5f, 1.0f);
-    float sign = rng() & 1 ? -1.0f : 1.0f;
-    switch (kind(rng)) {
-        case 0: return sign * std::ldexp(unit(rng), -130 - static_cast<int>(rng() % 20));
-        case 1: return sign * std::ldexp(unit(rng), -100 - static_cast<int>(rng() % 26));
-        case 2: return sign * 0.0f;
-        case 3: return sign * std::numeric_limits<float>::infinity();
-        case 4: return std::numeric_limits<float>::quiet_NaN();
-        default: return sign * std::ldexp(unit(rng), static_cast<int>(rng() % 40) - 20);
-    }
-}
-
 // Broadcast values on both sides of the f64 route's threshold (2^-64), and zero.
 const float kBroadcasts[] = {0x1p-149f, -0x1p-140f, 0x1.8p-127f, 0x1p-100f, -0x1.fffffep-65f,
                              0x1p-64f, 0x1p-63f, 0.999f, -3.0f, 0.0f, -0.0f};

@@ -135,6 +135,20 @@ CombineRef three_leaves_combine() {
     });
 }
 
+float any_value(std::mt19937_64& rng) {
+    std::uniform_int_distribution<int> kind(0, 9);
+    std::uniform_real_distribution<float> unit(0.5f, 1.0f);
+    float sign = rng() & 1 ? -1.0f : 1.0f;
+    switch (kind(rng)) {
+        case 0: return sign * std::ldexp(unit(rng), -130 - static_cast<int>(rng() % 20));
+        case 1: return sign * std::ldexp(unit(rng), -100 - static_cast<int>(rng() % 26));
+        case 2: return sign * 0.0f;
+        case 3: return sign * std::numeric_limits<float>::infinity();
+        case 4: return std::numeric_limits<float>::quiet_NaN();
+        default: return sign * std::ldexp(unit(rng), static_cast<int>(rng() % 40) - 20);
+    }
+}
+
 void fill_special(Tensor& t, std::mt19937_64& rng) {
     const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
                               std::numeric_limits<float>::infinity(),

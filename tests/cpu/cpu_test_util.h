@@ -50,6 +50,9 @@ CombineRef affine_combine();
 // Three f32 leaves: affine written with a subtraction and a constant, and a sum divided by 1
 // (exact on signs and small integers in any association).
 CombineRef three_leaves_combine();
+// One f32 value of a random class: subnormals, tiny and ordinary normals, zeros, infinities,
+// NaN.
+float any_value(std::mt19937_64& rng);
 // Random f32 values in [-1.5, 1.5] with NaN, infinities, signed zeros and subnormals among them.
 void fill_special(Tensor& t, std::mt19937_64& rng);
 // Equal f32 bit patterns, or both NaN: which NaN an op returns when both operands are NaN

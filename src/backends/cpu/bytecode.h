@@ -111,6 +111,7 @@ OpFn lookup_op(const OpKey& key);
 // Per-ISA tables, compiled from ops_impl.inc with different target flags.
 OpFn lookup_op_baseline(const OpKey& key);
 OpFn lookup_op_avx2(const OpKey& key);
+OpFn lookup_bcast_avx512(const OpKey& key);  // OpKey::bcast variants only (ops_avx512.cpp)
 
 // dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols; strides in elements of `esize`
 // bytes, any sign. Moves tiles between memory and lane-contiguous scratch.
@@ -185,7 +186,8 @@ using SegLocalFn = void (*)(const SegProgram& p, const SegArgs& a);
 
 // Memory helpers for the runner (worker.h, compiled without AVX2), picked for this CPU once like
 // the op table: stream_copy as in stream_store.h; fill writes `n` copies of a value of `bytes`
-// (1, 2, 4 or 8) bytes, the low bytes of `v`; scatter8_f32 and seg_local are null without AVX2.
+// (1, 2, 4 or 8) bytes, the low bytes of `v`; scatter8_f32 and seg_local are null without AVX2
+// (seg_local: 16 lanes a vector with AVX-512).
 struct MemFns {
     void (*stream_copy)(void* dst, const void* src, std::size_t bytes);
     void (*fill)(std::byte* dst, int bytes, std::uint64_t v, int n);
@@ -195,6 +197,13 @@ struct MemFns {
 const MemFns& mem_fns();
 MemFns mem_fns_baseline();
 MemFns mem_fns_avx2();
+SegLocalFn seg_local_avx512();
+
+// The level the op table and kernels use: the CPU's best, capped by the environment variable
+// SCANC_CPU_ISA=baseline|avx2 (read once; the tests run the lower levels on AVX-512 machines).
+// Avx512: the AVX2 table with AVX-512 register kernels.
+enum class Isa { Baseline, Avx2, Avx512 };
+Isa cpu_isa();
 
 // Fills `lanes` lanes of a register with a constant (already converted to the compute dtype).
 void fill_const(std::byte* reg, DType t, double f, std::int64_t i, int lanes = kMaxLanes);

@@ -1,22 +1,42 @@
-// Picks the op table for this CPU once (AVX2 when present), and constant registers.
+// Picks the op table for this CPU once (AVX2 when present, AVX-512 kernels on top), and
+// constant registers.
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "bytecode.h"
 
 namespace scanc::cpu {
 
 namespace {
-bool has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return avx2;
+Isa detect() {
+#if defined(__x86_64__)
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return Isa::Baseline;
+    return __builtin_cpu_supports("avx512f") ? Isa::Avx512 : Isa::Avx2;
 #else
-    return false;
+    return Isa::Baseline;
 #endif
 }
+bool has_avx2() { return cpu_isa() != Isa::Baseline; }
 }  // namespace
 
-OpFn lookup_op(const OpKey& key) { return has_avx2() ? lookup_op_avx2(key) : lookup_op_baseline(key); }
+Isa cpu_isa() {
+    static const Isa isa = [] {
+        Isa best = detect();
+        const char* cap = std::getenv("SCANC_CPU_ISA");
+        std::string_view c = cap ? cap : "";
+        if (c == "baseline") return Isa::Baseline;
+        if (c == "avx2" && best == Isa::Avx512) return Isa::Avx2;
+        return best;
+    }();
+    return isa;
+}
+
+OpFn lookup_op(const OpKey& key) {
+    // Broadcast variants (the fix-up's phase 3) 16 f32 lanes a vector; the same values.
+    if (cpu_isa() == Isa::Avx512 && key.bcast && !key.tee) return lookup_bcast_avx512(key);
+    return has_avx2() ? lookup_op_avx2(key) : lookup_op_baseline(key);
+}
 
 SerialFn lookup_serial(const OpKey& key) {
     return has_avx2() ? lookup_serial_avx2(key) : lookup_serial_baseline(key);
@@ -29,7 +49,11 @@ SerialBlockFn lookup_serial_block(const OpKey& key) {
 TransposeFn transpose_fn() { return has_avx2() ? transpose_avx2() : transpose_baseline(); }
 
 const MemFns& mem_fns() {
-    static const MemFns fns = has_avx2() ? mem_fns_avx2() : mem_fns_baseline();
+    static const MemFns fns = [] {
+        MemFns f = has_avx2() ? mem_fns_avx2() : mem_fns_baseline();
+        if (cpu_isa() == Isa::Avx512) f.seg_local = seg_local_avx512();
+        return f;
+    }();
     return fns;
 }
 
