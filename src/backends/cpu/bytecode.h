@@ -181,11 +181,6 @@ struct SegArgs {
     // Lanes are rows of memory scanned whole (run_stage.cpp): up to 32 lanes and 16 steps at a
     // time, each row's 64 bytes stored at once (streaming when `stream`).
     bool rows = false, stream = false;
-    // Called after every pass of a lane group's steps when set, so that the caller can
-    // interleave other work (run_chain.cpp: the previous block's write-out, whose streaming
-    // stores then drain while this computes).
-    void (*between)(void* ctx, std::int64_t positions) = nullptr;  // the pass's lanes x steps
-    void* ctx = nullptr;
 };
 using SegLocalFn = void (*)(const SegProgram& p, const SegArgs& a);
 

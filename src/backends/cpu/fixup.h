@@ -102,10 +102,9 @@ inline int fix_width(std::int64_t positions, int max_lanes = kFixLanes) {
     return static_cast<int>(std::clamp<std::int64_t>((positions + 63) / 64 * 64, 64, max_lanes));
 }
 
-// Phase 3 of lanes [l0, l1) of a piece (all by default) whose lanes' carries are `carry`
-// entries i.. (`has` unset only for a line's first lane). Each position's result does not
-// depend on how the lanes are cut into calls.
+// Phase 3 of a piece whose lanes' carries are `carry` entries i.. (`has` unset only for a
+// line's first lane).
 void fix_piece(LocalScans& local, Worker& fw, std::int64_t line, const Piece& pc, LaneValues& carry,
-               int i, std::vector<const std::uint64_t*>& ptrs, int l0 = 0, int l1 = -1);
+               int i, std::vector<const std::uint64_t*>& ptrs);
 
 }  // namespace scanc::cpu

@@ -134,55 +134,6 @@ void run_one_op(const StageCode& code, const Layout& L, int threads, std::vector
     });
 }
 
-int drip_env(const char* name, int def) {
-    const char* e = std::getenv(name);
-    return e ? std::atoi(e) : def;
-}
-
-// Phase 3 of a thread's previous block, handed out a few lanes at a time (step) from inside
-// the next block's phase 1 (SegArgs::between), so that its streaming stores drain while the core
-// computes instead of the two alternating; finish() writes whatever is left.
-struct Drip {
-    LocalScans* local = nullptr;  // null: nothing pending
-    Worker* fw = nullptr;
-    LaneValues* carry = nullptr;
-    std::vector<const std::uint64_t*>* ptrs = nullptr;
-    std::vector<Piece> pieces;
-    std::int64_t line = 0, done = 0, target = 0;
-    std::size_t piece = 0;
-    int lane = 0, item = 0, calls = 0;  // the next lane to write in `piece`; the piece's first carry entry
-
-    // Writes whole lanes until `upto` positions are written (or none are left).
-    void write(std::int64_t upto) {
-        if (local && piece < pieces.size() && done < upto) fw->set_line(line);  // its captures
-        while (local && piece < pieces.size() && done < upto) {
-            const Piece& pc = pieces[piece];
-            int n = pc.lanes - lane;
-            if (upto - done < n * pc.steps) n = static_cast<int>(ceil_div(upto - done, pc.steps));
-            fix_piece(*local, *fw, line, pc, *carry, item, *ptrs, lane, lane + n);
-            done += n * pc.steps;
-            if ((lane += n) == pc.lanes) item += pc.lanes, lane = 0, ++piece;
-        }
-    }
-    // As many positions as the pass just scanned.
-    static void step(void* self, std::int64_t positions) {
-        static const int every = drip_env("SCANC_DRIP_EVERY", 1);
-        auto* d = static_cast<Drip*>(self);
-        d->target += positions;
-        if (++d->calls % every == 0) d->write(d->target);
-    }
-    void finish() {
-        write(INT64_MAX);
-        local = nullptr;
-    }
-};
-
-// TEMPORARY switch for round 17's A/B runs (SCANC_DRIP=0: phase 3 after phase 1, as before).
-bool drip_on() {
-    static const bool on = drip_env("SCANC_DRIP", 1) != 0;
-    return on;
-}
-
 // A generic stage fixed up (fixup.h): each block's lanes scanned locally into L2, their totals
 // chained in order from the previous block's prefix, then carry ∘ local written out.
 void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
@@ -210,33 +161,27 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
     int max_fix = Worker::fixup_bcast(code, L).empty() ? kFixLanes : 2 * kFixLanes;
     int fix_lanes = fix_width(std::min(len, L.steps), max_fix);
     std::vector<char> ready(threads, 0);  // thread p's workers rebased for this run
-    std::vector<Drip> drips(threads);
-    const bool overlap = drip_on();
     chain.run(threads, [&](int p, std::size_t b) {
         ThreadState& st = ts[p];
-        Drip& drip = drips[p];
         if (!ready[p]) {
             st.worker(st.w, code, L, lanes);
             st.worker(st.fw, code, L, fix_lanes);
             st.scans(code, L, dir);
-            if (!st.prev_local || st.prev_local->dir() != dir)
-                st.prev_local = std::make_unique<LocalScans>(code, L, dir);
             ready[p] = 1;
         }
         Worker& w = *st.w;
         const Block& blk = chain.blocks[b];
         std::vector<Piece> pieces = split_line(blk.start, blk.start + blk.steps, short_line, lanes);
+        st.fw->set_line(blk.line);
         st.local->cover(blk.start, blk.start + blk.steps);
         st.totals.leaves = st.carry.leaves = leaves;
         int items = 0;
         for (auto& pc : pieces) items += pc.lanes;
         st.totals.resize(items);
         w.set_ahead(nullptr);
-        drip.target = drip.done;
         for (int i = 0; auto& pc : pieces) {
             if (seg.usable(pc)) {
-                seg.run(blk.line, pc, *st.local, st.totals, i, drip.local ? &Drip::step : nullptr,
-                        &drip);
+                seg.run(blk.line, pc, *st.local, st.totals, i);
                 i += pc.lanes;
                 continue;
             }
@@ -246,7 +191,6 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
             w.run(pc.steps, Mode::Local);
             for (int l = 0; l < pc.lanes; ++l, ++i) w.read_carry(l, st.totals.at(i));
         }
-        drip.finish();
         // The chain: lane i's carry is prefix(b - 1) ∘ total(0) ∘ ... ∘ total(i - 1), folded
         // in this order (the line's captured values are the same at every lane).
         st.run.resize(leaves);
@@ -265,28 +209,18 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
             has = true;
         }
         chain.publish(b, st.run.data());
-        // Phase 3, prefetching the inputs of the block whose phase 1 runs after its writes: the
-        // next one when it runs after phase 1, else the one after (whose phase 1 runs after
-        // the next's, during which these writes go out).
-        static const int far = drip_env("SCANC_DRIP_FAR", 2);
-        std::size_t ahead = b + (overlap ? far : 1) * threads;
-        if (overlap && b + threads < chain.blocks.size() && ahead >= chain.blocks.size())
-            ahead = b + threads;
-        if (far < 0) ahead = chain.blocks.size();
-        if (ahead < chain.blocks.size()) {
-            const Block& nb = chain.blocks[ahead];
+        // Phase 3, prefetching this thread's next block so these writes overlap its reads.
+        if (b + threads < chain.blocks.size()) {
+            const Block& nb = chain.blocks[b + threads];
             st.local->prefetch_next(nb.line, nb.start, nb.start + nb.steps);
         } else {
             st.local->prefetch_next(blk.line, 0, 0);
         }
-        // The next block's phase 1 scans into the other buffers while this one's are written.
-        std::swap(st.local, st.prev_local);
-        std::swap(st.carry, st.prev_carry);
-        drip = Drip{st.prev_local.get(), st.fw.get(), &st.prev_carry, &st.ptrs, std::move(pieces),
-                    blk.line};
-        bool last = b + threads >= chain.blocks.size();
-        if (!overlap || last) drip.finish();
-        if (L.stream && last) stream_fence();
+        for (int i = 0; auto& pc : pieces) {
+            fix_piece(*st.local, *st.fw, blk.line, pc, st.carry, i, st.ptrs);
+            i += pc.lanes;
+        }
+        if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
         return true;
     });
 }

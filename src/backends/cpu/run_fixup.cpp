@@ -80,13 +80,13 @@ void LocalScans::prefetch_next(std::int64_t line, std::int64_t a2, std::int64_t 
 // Phase 3 of a piece whose lanes' carries are `carry` entries `i`.. (`has` unset only for a
 // line's first lane, which is then fixed up alone).
 void fix_piece(LocalScans& local, Worker& fw, std::int64_t line, const Piece& pc, LaneValues& carry,
-               int i, std::vector<const std::uint64_t*>& ptrs, int l0, int l1) {
-    if (l1 < 0) l1 = pc.lanes;
-    int l = l0;
-    if (l < l1 && !carry.has[i + l]) local.fix_lanes(fw, line, pc.start + l * pc.steps, pc.steps, 1, nullptr), ++l;
+               int i, std::vector<const std::uint64_t*>& ptrs) {
+    int l = 0;
+    if (!carry.has[i]) local.fix_lanes(fw, line, pc.start, pc.steps, 1, nullptr), l = 1;
     ptrs.clear();
-    for (int j = l; j < l1; ++j) ptrs.push_back(carry.at(i + j));
-    if (l < l1) local.fix_lanes(fw, line, pc.start + l * pc.steps, pc.steps, l1 - l, ptrs.data());
+    for (int j = l; j < pc.lanes; ++j) ptrs.push_back(carry.at(i + j));
+    if (l < pc.lanes)
+        local.fix_lanes(fw, line, pc.start + l * pc.steps, pc.steps, pc.lanes - l, ptrs.data());
 }
 
 }  // namespace scanc::cpu

@@ -162,10 +162,8 @@ bool SegLocal::run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals
 }
 
 void SegLocal::run(std::int64_t line, const Piece& pc, const LocalScans& local, LaneValues& totals,
-                   int i, void (*between)(void*, std::int64_t), void* ctx) const {
+                   int i) const {
     SegArgs a{};
-    a.between = between;
-    a.ctx = ctx;
     for (int k = 0; k < prog_.leaves; ++k) {
         const Slot& s = L_.in[slot_[k]];
         a.in[k] = reinterpret_cast<const float*>(s.base) + L_.line_offset(s, line) + pc.start;

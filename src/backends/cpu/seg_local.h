@@ -28,9 +28,8 @@ public:
     }
     // Phase 1 of piece `pc` of `line`: local scans into `local`'s buffers (cover()ed for it),
     // lane totals into `totals` entries i...
-    // `between(ctx)`, when set, runs after every pass of the kernel (SegArgs::between).
     void run(std::int64_t line, const Piece& pc, const LocalScans& local, LaneValues& totals,
-             int i, void (*between)(void*, std::int64_t) = nullptr, void* ctx = nullptr) const;
+             int i) const;
 
     // Lines first.. first + n - 1 scanned whole into the outputs (Mode::Scan; issue 4, round 14),
     // up to 32 lines and 16 steps at a time, the last steps % 16 by `w` from the carries. False,

@@ -18,9 +18,6 @@ namespace scanc::cpu {
 struct ThreadState {
     std::unique_ptr<Worker> w, fw;  // the stage's lanes; fix-ups (fixup.h)
     std::unique_ptr<LocalScans> local;
-    // run_chain's previous block, written out while the next one's phase 1 runs.
-    std::unique_ptr<LocalScans> prev_local;
-    LaneValues prev_carry;
     std::unique_ptr<SegLocal> seg;  // run_chain's register phase 1 (thread 0's state keeps it)
     LaneValues totals, carry;  // run_chain's per-block lane totals and carries
     std::vector<std::uint64_t> run;
