@@ -148,8 +148,7 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
     // large outputs on blocks of a third of the budget: its compute got cheaper than the
     // block's trips out of L2 (affine 1-D 2^26, 2 threads, ms: 768 KiB 85-112, 384 KiB 72-97,
     // 256 KiB 66-106 (mostly 74-87), 192 KiB 77-97; Worker's path 90-123 alongside).
-    if (!ts[0].seg) ts[0].seg = std::make_unique<SegLocal>(code, L, dir);
-    const SegLocal& seg = *ts[0].seg;
+    const SegLocal& seg = ts[0].seg_local(code, L, dir);
     std::int64_t budget = seg.active() && L.stream ? kSegPortionBytes : kPortionBytes;
     std::int64_t portion = portion_steps(code, L, true, lanes, budget);
     bool short_line = L.steps <= portion;

@@ -72,8 +72,7 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode,
     std::int64_t groups = ceil_div(L.lines, L.width);
     // Generic stages along rows of memory (strided lanes) in SIMD registers where the stage
     // allows (seg_local.h, run_rows; the same results): no tiles, gathers or scatters.
-    if (mode == Mode::Scan && !code.serial && !ts[0].seg) ts[0].seg = std::make_unique<SegLocal>(code, L, 1);
-    const SegLocal* seg = mode == Mode::Scan && !code.serial ? ts[0].seg.get() : nullptr;
+    const SegLocal* seg = mode == Mode::Scan && !code.serial ? &ts[0].seg_local(code, L, 1) : nullptr;
     ThreadPool::instance().run(threads, [&](int p) {
         Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
         for (std::int64_t g = groups * p / threads; g < groups * (p + 1) / threads; ++g) {

@@ -37,7 +37,7 @@ bool seg_kind(const Instr& in, SegOp::Kind& kind) {
 
 }  // namespace
 
-SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L) {
+SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir_(dir) {
     int leaves = static_cast<int>(code.carry.size());
     if (!mem_fns().seg_local || dir != 1 || !code.step.empty() || !code.captured.empty() ||
         leaves == 0 || leaves > SegProgram::kMaxLeaves || code.num_regs > SegProgram::kMaxRegs)

@@ -23,6 +23,7 @@ public:
     SegLocal(const StageCode& code, const Layout& L, int dir);
 
     bool active() const { return fn_ != nullptr; }
+    int dir() const { return dir_; }
     bool usable(const Piece& pc) const {
         return fn_ && pc.lanes % 8 == 0 && pc.steps % 8 == 0 && pc.lanes > 0 && pc.steps > 0;
     }
@@ -38,6 +39,7 @@ public:
 
 private:
     const Layout& L_;
+    int dir_;
     SegLocalFn fn_ = nullptr;
     SegProgram prog_;
     int slot_[SegProgram::kMaxLeaves] = {};  // per leaf: the input slot its x reads

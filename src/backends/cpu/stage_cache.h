@@ -18,7 +18,7 @@ namespace scanc::cpu {
 struct ThreadState {
     std::unique_ptr<Worker> w, fw;  // the stage's lanes; fix-ups (fixup.h)
     std::unique_ptr<LocalScans> local;
-    std::unique_ptr<SegLocal> seg;  // run_chain's register phase 1 (thread 0's state keeps it)
+    std::unique_ptr<SegLocal> seg;  // the register kernel (thread 0's state keeps it)
     LaneValues totals, carry;  // run_chain's per-block lane totals and carries
     std::vector<std::uint64_t> run;
     std::vector<const std::uint64_t*> ptrs;
@@ -29,6 +29,12 @@ struct ThreadState {
         if (!slot || slot->width() != width) slot = std::make_unique<Worker>(code, L, width);
         else slot->rebase();
         return *slot;
+    }
+    // The register kernel of fix-ups walking `dir` and of whole rows (seg_local.h), made on
+    // first use.
+    const SegLocal& seg_local(const StageCode& code, const Layout& L, int dir) {
+        if (!seg || seg->dir() != dir) seg = std::make_unique<SegLocal>(code, L, dir);
+        return *seg;
     }
     LocalScans& scans(const StageCode& code, const Layout& L, int dir) {
         if (!local || local->dir() != dir) local = std::make_unique<LocalScans>(code, L, dir);
