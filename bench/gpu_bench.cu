@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "gpu_timing.cuh"
 #include "scanc/backends/cuda.h"
 #include "scanc/dsl/expr.h"
@@ -31,6 +33,24 @@ using namespace scanc;
 using dsl::Expr;
 using dsl::Exprs;
 using Clock = std::chrono::steady_clock;
+
+// CPU seconds this process has used (user + system): a compile that takes longer in wall time
+// than in CPU time waited on something (disk, another process), not on NVRTC's own work.
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// The machine's 1-minute load average: compiles read slow while other work holds the CPUs.
+double load_average() {
+    double load = -1;
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+        if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+        std::fclose(f);
+    }
+    return load;
+}
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -131,9 +151,10 @@ int first_launch() {
     BENCH_CHECK(cudaFree(nullptr));  // creates the primary context
     double init = seconds_since(t0);
     auto t1 = Clock::now();
+    double cpu0 = cpu_seconds();
     auto program = scan_program(affine_combine(), 3, 1);
     auto exe = CudaBackend().compile(program);
-    double to_compiled = seconds_since(t1);
+    double to_compiled = seconds_since(t1), compile_cpu = cpu_seconds() - cpu0;
     float* a = device_random(3 * 1000 * 7, 1, 0.5f, 1);
     float* b = device_random(3 * 1000 * 7, 2, -1, 1);
     std::vector<TensorView> in = {device_view(a, {3, 1000, 7}), device_view(b, {3, 1000, 7})};
@@ -142,8 +163,9 @@ int first_launch() {
     double to_launch = seconds_since(t1);
     auto stats = cuda_cache_stats();
     std::printf("first-launch: gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
-                "(of which compile-or-load %.1f ms; compiles %d, disk hits %d)\n",
-                ok, init * 1e3, to_launch * 1e3, to_compiled * 1e3, stats.compiles, stats.disk_hits);
+                "(of which compile-or-load %.1f ms, %.1f ms of CPU; compiles %d, disk hits %d; load %.1f)\n",
+                ok, init * 1e3, to_launch * 1e3, to_compiled * 1e3, compile_cpu * 1e3, stats.compiles, stats.disk_hits,
+                load_average());
     return 0;
 }
 
@@ -334,35 +356,23 @@ int main(int argc, char** argv) {
     opts.stream = s;
     // The process's first compile (it loads NVRTC), before any device memory is held; a second
     // program compiles after the copy below has used 2 GB.
+    double load = load_average();
     auto t0 = Clock::now();
+    double cpu0 = cpu_seconds();
     CudaBackend().compile(scan_program(sum_combine(), 2, 0));
-    double first_compile = seconds_since(t0);
+    double first_compile = seconds_since(t0), first_cpu = cpu_seconds() - cpu0;
     const long long big = 1ll << 28;
     double copy = copy_seconds(big, s);
     double copy_bw = 2.0 * big * 4 / copy;
     std::printf("device-to-device copy: %.0f GB/s (2^28 f32, read + write)\n", copy_bw / 1e9);
 
     auto t = Clock::now();
+    cpu0 = cpu_seconds();
     CudaBackend().compile(scan_program(sum_combine(), 1, 0));
-    double second_compile = seconds_since(t);
-    std::printf("compiles with a fresh cache: the process's first (sum dim 0, loads NVRTC) %.3f s, "
-                "a second (sum 1-D) %.3f s\n", first_compile, second_compile);
-    // Where compile time goes: NVRTC to PTX only, then to CUBIN (PTX + ptxas). The sum program
-    // is the first compile's (the ninth session's bench read 1.4 s there, against 0.1 s for
-    // affine in a new process).
-    for (auto [name, p] : {std::pair{"sum dim 0", scan_program(sum_combine(), 2, 0)},
-                           std::pair{"affine", scan_program(affine_combine(), 3, 1)}}) {
-        auto t1 = Clock::now();
-        std::string source = emit_cuda(p, "sm_90");
-        double gen = seconds_since(t1);
-        t1 = Clock::now();
-        emit_cuda(p, "sm_90", true);
-        double ptx = seconds_since(t1);
-        t1 = Clock::now();
-        cuda_compile_check(p, "sm_90");
-        std::printf("%s compile breakdown: codegen %.4f s, to PTX %.3f s, to CUBIN %.3f s (%zu bytes of source)\n",
-                    name, gen, ptx, seconds_since(t1), source.size());
-    }
+    double second_compile = seconds_since(t), second_cpu = cpu_seconds() - cpu0;
+    std::printf("compiles with a fresh cache: the process's first (sum dim 0, loads NVRTC) %.3f s (%.3f s of CPU), "
+                "a second (sum 1-D) %.3f s (%.3f s of CPU); load average %.1f before, %.1f now\n", first_compile,
+                first_cpu, second_compile, second_cpu, load, load_average());
 
     std::vector<Row> rows;
     auto bench = [&](const std::string& name, const CombineRef& combine, std::vector<std::int64_t> shape, int dim,

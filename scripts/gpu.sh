@@ -22,6 +22,10 @@ BUILD=build-gpu
 OUT=${1:-$BUILD/results}
 mkdir -p "$OUT"
 export SCANC_CACHE_DIR=$(mktemp -d /tmp/scanc-cache.XXXX)
+# NVRTC 12.9+ also caches its output in the driver's compute cache (~/.nv/ComputeCache): a
+# program compiled earlier on this machine then "compiles" in 0.07 s. Compile times here are
+# those of a program the machine has never seen.
+export CUDA_CACHE_DISABLE=1
 log() { echo "== $*"; }
 
 log "configure + build (CUDA backend, reference, tests)"
@@ -54,7 +58,8 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   grep -E "^\[ +OK +\]" "$OUT/tests.log" | sort -t'(' -k2 -n -r | head -5
 fi
 
-log "benchmark"
+log "benchmark (load average $(cut -d' ' -f1-3 /proc/loadavg); busiest processes below)"
+ps -eo pcpu,etime,comm --sort=-pcpu | head -4
 rm -rf "$SCANC_CACHE_DIR"/*
 timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$BUILD/bench.log"
 

@@ -51,7 +51,7 @@ program p(a: f32[B, L, D], b: f32[B, L, D]) { (_, h) = scan affine(a, b) dim=1
     EXPECT_EQ(after_runs.disk_hits, after_compile.disk_hits);
     int cubins = 0, sources = 0;
     for (auto& e : fs::directory_iterator(dir)) {
-        cubins += e.path().extension() == ".cubin";
+        cubins += e.path().extension() == ".cubins";
         sources += e.path().extension() == ".cu";
     }
     EXPECT_EQ(cubins, 1);

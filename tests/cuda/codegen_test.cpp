@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 
 #include "codegen/codegen.h"
+#include "nvrtc.h"
 #include "scanc/backends/cuda.h"
 #include "scanc/dsl/expr.h"
 #include "scanc/text/parser.h"
@@ -103,6 +105,26 @@ TEST(CudaCodegen, RejectsAnUnknownArchWithAMessage) {
 TEST(CudaCodegen, MambaKernelsCompileWithNvrtcForSm90) {
     SKIP_WITHOUT_NVRTC();
     EXPECT_GT(cuda_compile_check(mamba_like(), "sm_90"), 0u);
+}
+
+TEST(CudaCodegen, EachKernelEntryCompilesAloneIntoCodeForThatKernelOnly) {
+    SKIP_WITHOUT_NVRTC();
+    auto plan = cuda::make_plan(mamba_like());
+    std::string source = cuda::generate_source(plan, 90, cuda::contiguous_layout(plan));
+    std::vector<std::string> names;  // in the order of their entries
+    std::regex kernel(R"(__global__ void __launch_bounds__\(\d+, \d+\) (scanc_\w+)\()");
+    for (std::sregex_iterator it(source.begin(), source.end(), kernel), end; it != end; ++it)
+        names.push_back((*it)[1]);
+    ASSERT_GE(names.size(), 4u);
+    ASSERT_EQ(cuda::kernel_entry_names(source), names);
+    auto parts = cuda::nvrtc_compile_entries(source, "compute_90", "mamba.cu", static_cast<int>(names.size()));
+    ASSERT_EQ(parts.size(), names.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        std::string ptx(parts[i].binary.begin(), parts[i].binary.end());
+        for (std::size_t j = 0; j < names.size(); ++j)
+            EXPECT_EQ(ptx.find(".entry " + names[j] + "(") != std::string::npos, i == j)
+                << "entry " << i << " (" << names[i] << "), kernel " << names[j];
+    }
 }
 
 TEST(CudaCodegen, EveryDtypeCompilesWithNvrtc) {

@@ -52,10 +52,14 @@ TEST(CudaTuning, FourAndEightByteStatesTakeTheVectorRowsOnSm90Only) {
 }
 
 TEST(CudaTuning, RowsOfOneTileKeepTheLookBackTilesItemsUnlessTheTableSplitsThem) {
-    const Tuning words2 = choose_tuning(2, 90), words1 = choose_tuning(1, 90);
-    EXPECT_EQ(words2.shared_row_items(), words2.row_items);
-    EXPECT_EQ(words2.shared_rows_min_blocks(), words2.min_blocks);
-    EXPECT_LT(words1.shared_row_items(), words1.row_items);  // 4-byte states: longer look-back tiles
+    const Tuning words4 = choose_tuning(4, 90), words1 = choose_tuning(1, 90), words2 = choose_tuning(2, 90);
+    EXPECT_EQ(words4.shared_row_items(), words4.row_items);
+    EXPECT_EQ(words4.shared_rows_min_blocks(), words4.min_blocks);
+    // On sm_90, 4- and 8-byte states take longer look-back tiles at fewer blocks per SM.
+    for (const Tuning& t : {words1, words2}) {
+        EXPECT_LT(t.shared_row_items(), t.row_items);
+        EXPECT_GT(t.shared_rows_min_blocks(), t.min_blocks);
+    }
 }
 
 TEST(CudaTuning, RowsAndMinBlocksOverridesSizeBothRowsKernelsUnlessSplitAgain) {

@@ -1,7 +1,9 @@
 #include "cache.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -9,6 +11,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "driver.h"
 #include "nvrtc.h"
 #include "scanc/error.h"
@@ -23,7 +26,7 @@ namespace {
 
 std::mutex mu;
 CacheStats stats;
-std::map<std::pair<std::string, int>, CUmodule> modules;
+std::map<std::pair<std::string, int>, Modules> modules;
 
 std::string hash_key(const std::string& source, const std::string& arch) {
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a, 64-bit
@@ -72,29 +75,85 @@ std::string cache_dir() {
     return "/tmp/scanc-cache";
 }
 
-CUmodule load_module(const std::string& source, const std::string& arch, int device) {
+CUfunction Modules::function(const std::string& name) const {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) throw RuntimeError(cat("CUDA: no kernel `", name, "` in the compiled program"));
+    CUfunction f = nullptr;
+    SCANC_CU(cuModuleGetFunction, &f, parts[it - names.begin()], name.c_str());
+    return f;
+}
+
+namespace {
+
+// The disk format of a program's binaries: for each kernel entry, its size (8 bytes, this
+// machine's order) and then its bytes.
+std::string pack(const std::vector<NvrtcOutput>& outs) {
+    std::string packed;
+    for (const NvrtcOutput& o : outs) {
+        std::uint64_t size = o.binary.size();
+        packed.append(reinterpret_cast<const char*>(&size), sizeof size);
+        packed.append(o.binary.data(), o.binary.size());
+    }
+    return packed;
+}
+
+// The binaries of a packed file, or none when it is not `entries` whole ones (missing, torn).
+std::vector<std::string> unpack(const std::string& packed, int entries) {
+    std::vector<std::string> parts;
+    std::size_t at = 0;
+    while (at + sizeof(std::uint64_t) <= packed.size()) {
+        std::uint64_t size = 0;
+        std::memcpy(&size, packed.data() + at, sizeof size);
+        at += sizeof size;
+        if (size > packed.size() - at) return {};
+        parts.push_back(packed.substr(at, size));
+        at += size;
+    }
+    if (at != packed.size() || static_cast<int>(parts.size()) != entries) return {};
+    return parts;
+}
+
+}  // namespace
+
+const Modules& load_modules(const std::string& source, const std::string& arch, int device) {
     std::string key = hash_key(source, arch);
     std::lock_guard lock(mu);
     if (auto it = modules.find({key, device}); it != modules.end()) {
         ++stats.memory_hits;
         return it->second;
     }
-    std::filesystem::path file = std::filesystem::path(cache_dir()) / (key + ".cubin");
-    std::string binary = read_file(file);
-    CUmodule module = nullptr;
-    if (!binary.empty() && driver().cuModuleLoadData(&module, binary.data()) == CUDA_SUCCESS) {
+    Modules loaded;
+    loaded.names = kernel_entry_names(source);
+    int entries = static_cast<int>(loaded.names.size());
+    std::filesystem::path file = std::filesystem::path(cache_dir()) / (key + ".cubins");
+    auto load_all = [&](const std::vector<std::string>& binaries) {
+        for (const std::string& b : binaries) {
+            CUmodule m = nullptr;
+            if (driver().cuModuleLoadData(&m, b.data()) != CUDA_SUCCESS) return false;
+            loaded.parts.push_back(m);
+        }
+        return true;
+    };
+    std::vector<std::string> cached = unpack(read_file(file), entries);
+    if (!cached.empty() && load_all(cached)) {
         ++stats.disk_hits;
     } else {
-        NvrtcOutput out = nvrtc_compile(source, arch, key + ".cu");
+        for (CUmodule m : loaded.parts) driver().cuModuleUnload(m);
+        loaded.parts.clear();
+        std::vector<NvrtcOutput> outs = nvrtc_compile_entries(source, arch, key + ".cu", entries);
         ++stats.compiles;
-        SCANC_CU(cuModuleLoadData, &module, out.binary.data());
-        write_file(file, out.binary.data(), out.binary.size());
+        for (const NvrtcOutput& o : outs) {
+            CUmodule m = nullptr;
+            SCANC_CU(cuModuleLoadData, &m, o.binary.data());
+            loaded.parts.push_back(m);
+        }
+        std::string packed = pack(outs);
+        write_file(file, packed.data(), packed.size());
         auto src = file;
         src.replace_extension(".cu");
         write_file(src, source.data(), source.size());
     }
-    modules[{key, device}] = module;
-    return module;
+    return modules.emplace(std::pair{key, device}, std::move(loaded)).first->second;
 }
 
 CacheStats cache_stats() {

@@ -2,12 +2,14 @@
 // machine. The key hashes the generated source (which encodes the program's structure, dtypes,
 // layouts and tuning, never sizes), the target arch and the scanc version. The disk cache lives
 // in $SCANC_CACHE_DIR, else $XDG_CACHE_HOME/scanc, else ~/.cache/scanc; each entry is
-// <key>.cubin with the source beside it as <key>.cu, for reading what runs.
+// <key>.cubins (the binaries of the program's kernel entries) with the source beside it as
+// <key>.cu, for reading what runs.
 #pragma once
 
 #include <cuda.h>
 
 #include <string>
+#include <vector>
 
 namespace scanc::cuda {
 
@@ -17,9 +19,19 @@ struct CacheStats {
     int memory_hits = 0;  // modules found loaded
 };
 
-// The module for `source` on `device` (its primary context must be current), compiling it for
-// `arch` ("sm_90") on a miss. RuntimeError with the NVRTC log or the driver's error.
-CUmodule load_module(const std::string& source, const std::string& arch, int device);
+// A generated program's kernels: one module per kernel entry, compiled in parallel
+// (nvrtc_compile_entries).
+struct Modules {
+    std::vector<CUmodule> parts;
+    std::vector<std::string> names;  // the kernel in each part
+    // The kernel `name`; RuntimeError when no part has it.
+    CUfunction function(const std::string& name) const;
+};
+
+// The modules of generated `source` on `device` (its primary context must be current),
+// compiling it for `arch` ("sm_90") on a miss. RuntimeError with the NVRTC log or the driver's
+// error. The reference stays valid for the process's life.
+const Modules& load_modules(const std::string& source, const std::string& arch, int device);
 
 CacheStats cache_stats();
 // The disk cache folder in use (it may not exist yet).

@@ -387,19 +387,19 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
 CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
     const DeviceInfo& info = device_info(device_);
     Module m{layout, {}};
-    CUmodule module = load_module(generate_source(plan_, cc_, layout), info.arch(), device_);
+    const Modules& kernels = load_modules(generate_source(plan_, cc_, layout), info.arch(), device_);
     for (const Stage& s : plan_.stages) {
         Kernels k;
         k.tuning = stage_tuning(s, cc_);
         if (s.is_scan) {
-            SCANC_CU(cuModuleGetFunction, &k.rows, module, rows_kernel_name(s.id, false, false).c_str());
-            SCANC_CU(cuModuleGetFunction, &k.rows_shared, module, rows_kernel_name(s.id, true, false).c_str());
+            k.rows = kernels.function(rows_kernel_name(s.id, false, false));
+            k.rows_shared = kernels.function(rows_kernel_name(s.id, true, false));
             if (has_vector_rows(s, k.tuning, fixed_layout(s, k.tuning, layout))) {
-                SCANC_CU(cuModuleGetFunction, &k.rows_vec, module, rows_kernel_name(s.id, false, true).c_str());
-                SCANC_CU(cuModuleGetFunction, &k.rows_shared_vec, module, rows_kernel_name(s.id, true, true).c_str());
+                k.rows_vec = kernels.function(rows_kernel_name(s.id, false, true));
+                k.rows_shared_vec = kernels.function(rows_kernel_name(s.id, true, true));
             }
-            SCANC_CU(cuModuleGetFunction, &k.cols, module, cat("scanc_cols_", s.id).c_str());
-            SCANC_CU(cuModuleGetFunction, &k.resident, module, cat("scanc_resident_", s.id).c_str());
+            k.cols = kernels.function(cat("scanc_cols_", s.id));
+            k.resident = kernels.function(cat("scanc_resident_", s.id));
             const Tuning& t = k.tuning;
             int nw = stage_state_words(s);
             auto transpose = [&](CUfunction fn, int items, bool vec) {
@@ -419,7 +419,7 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
                      k.resident_smem);
             k.resident_per_sm = std::max(k.resident_per_sm, 1);
         } else {
-            SCANC_CU(cuModuleGetFunction, &k.map, module, cat("scanc_map_", s.id).c_str());
+            k.map = kernels.function(cat("scanc_map_", s.id));
         }
         m.kernels.push_back(k);
     }

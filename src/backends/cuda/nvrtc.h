@@ -14,10 +14,16 @@ struct NvrtcOutput {
     std::string log;
 };
 
-// Compiles CUDA C++ `source` for `arch` ("sm_90" -> CUBIN, "compute_90" -> PTX).
+// Compiles CUDA C++ `source` for `arch` ("sm_90" -> CUBIN, "compute_90" -> PTX): all of it, or
+// only kernel entry `entry` of a generated source (-DSCANC_ONLY_ENTRY, codegen.h).
 // RuntimeError with the compile log when NVRTC is missing or compilation fails.
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch,
-                          const std::string& name = "scanc.cu");
+                          const std::string& name = "scanc.cu", int entry = -1);
+// Each of a generated source's `entries` kernel entries compiled alone, on as many threads as
+// the machine has: a first compile takes about its slowest kernel's time, not the sum (H200
+// machine, sum program: 1.2 s as one program with --split-compile).
+std::vector<NvrtcOutput> nvrtc_compile_entries(const std::string& source, const std::string& arch,
+                                               const std::string& name, int entries);
 
 // True when libnvrtc can be loaded; `why` gets the places searched otherwise.
 bool nvrtc_available(std::string* why = nullptr);

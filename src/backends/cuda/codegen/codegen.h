@@ -95,6 +95,9 @@ Layout contiguous_layout(const Plan& plan);
 // The complete CUDA C++ source of a plan in layout class `layout` for compute capability `cc`:
 // prelude, one K struct per stage, extern "C" kernels.
 std::string generate_source(const Plan& plan, int cc, const Layout& layout);
+// The kernels of a generated source, in the order of their entries. Entry i alone compiles with
+// -DSCANC_ONLY_ENTRY=i, so a program's kernels compile as separate NVRTC programs in parallel.
+std::vector<std::string> kernel_entry_names(const std::string& source);
 // The steps that generate_source compiles into stage `stage`'s rows kernels: its entry of
 // `layout`, or nullptr where every step is a kernel argument (a map stage, tuning fixsteps=0).
 const StageLayout* fixed_layout(const Stage& stage, const Tuning& tuning, const Layout& layout);

@@ -7,6 +7,13 @@ namespace scanc::cuda {
 
 std::string_view cuda_prelude() {
     return R"CUDA(
+// Compiled alone (-DSCANC_ONLY_ENTRY=i), the source keeps only kernel entry i.
+#ifdef SCANC_ONLY_ENTRY
+#define SCANC_ENTRY(i) ((i) == SCANC_ONLY_ENTRY)
+#else
+#define SCANC_ENTRY(i) 1
+#endif
+
 typedef long long i64;
 typedef unsigned long long u64;
 typedef unsigned int u32;
