@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cpu_test_util.h"
+#include "plan.h"
 
 namespace scanc::cpu_test {
 namespace {
@@ -73,6 +74,52 @@ TEST(CpuFixup, ScansWithAnEpilogueStillMatchTheReference) {
         expect_reference(scan_program(affine_combine(), DType::I32, 1, 0, false, true), in, true,
                          cat("n=", n));
     }
+}
+
+// f32 affine over [N] returning only its second leaf, h.
+ProgramRef affine_h_program(bool reverse) {
+    ProgramBuilder pb("h");
+    Shape shape{pb.symbol("N")};
+    Exprs leaves = pb.scan(affine_combine(), {pb.param("a", DType::F32, shape), pb.param("b", DType::F32, shape)},
+                           0, reverse);
+    return pb.build({leaves[1]});
+}
+
+// Returning only h (as Mamba does), the fix-up computes h alone: phase 1 still scans both
+// leaves (h's fix-up reads the running product's local scan), phase 3 drops the product.
+TEST(CpuFixup, TheFixUpOfAScanReturningOnlyHComputesHAlone) {
+    const cpu::StageCode h = cpu::make_plan(*affine_h_program(false)).stages.at(0).code;
+    const cpu::StageCode both = cpu::make_plan(*scan_program(affine_combine(), DType::F32, 1, 0)).stages.at(0).code;
+    EXPECT_EQ(h.combine.size(), 2u);  // a1 * a2, then a2 * b1 + b2 as one MulAdd
+    EXPECT_EQ(h.combine_bcast.size(), 1u);
+    EXPECT_EQ(h.combine_stream_bcast.size(), 1u);
+    EXPECT_EQ(both.combine_bcast.size(), 2u);
+    EXPECT_EQ(both.combine_stream_bcast.size(), 2u);
+}
+
+// a = +-1 and small integer b keep every value exact in any association, so h must equal the
+// reference bitwise: short lines and lines long enough for the streaming fix-up, both
+// directions. Random decays are close to the reference, and bitwise when ordered.
+TEST(CpuFixup, AFloatAffineScanReturningOnlyHMatchesTheReference) {
+    std::mt19937_64 rng(46);
+    for (std::int64_t n : {8191, 65537, (1 << 22) + 3})  // the last: 16 MiB of h, streamed
+        for (bool reverse : {false, true}) {
+            ProgramRef p = affine_h_program(reverse);
+            std::string what = cat("n=", n, " reverse=", reverse);
+            Inputs exact;
+            exact.add(DType::F32, {n}, Values::SmallInts, Layout::Contiguous, rng);
+            exact.add(DType::F32, {n}, Values::SmallInts, Layout::Contiguous, rng);
+            auto* a = static_cast<float*>(exact.storage[0].data());
+            for (std::int64_t i = 0; i < n; ++i) a[i] = rng() & 1 ? 1.0f : -1.0f;
+            expect_reference(p, exact, true, what + " exact");
+            Inputs decay;
+            decay.add(DType::F32, {n}, Values::Decay, Layout::Contiguous, rng);
+            decay.add(DType::F32, {n}, Values::Unit, Layout::Contiguous, rng);
+            expect_reference(p, decay, false, what + " decay");
+            auto expected = run_reference(p, decay);
+            for (int threads : {2, 3})
+                EXPECT_EQ(compare(expected[0], run_cpu(p, decay, threads, true)[0], true, 0), "") << what;
+        }
 }
 
 TEST(CpuFixup, FloatAffineIsDeterministicCloseToTheReferenceAndBitwiseWhenOrdered) {

@@ -36,7 +36,8 @@ struct StageCode {
     Code combine_stream;
     // combine and combine_stream with every read of a carry register by its broadcast variant
     // (OpKey::bcast), for Worker::fixup: a run's carry is then read in place, one value, instead
-    // of filled across a register. Empty when some such read has no broadcast variant.
+    // of filled across a register. Only what the stored leaves need is computed (a leaf no
+    // output stores is dead there). Empty when some such read has no broadcast variant.
     Code combine_bcast, combine_stream_bcast;
     // The combine with every stored leaf's last write by its tee variant (OpKey::tee): the
     // carry row as usual, and the output row in memory with streaming stores (Worker::run, for

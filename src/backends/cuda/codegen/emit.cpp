@@ -343,7 +343,7 @@ std::string generate_source(const Plan& plan, int cc, const Layout& layout) {
         << ".\n// Sizes and strides are kernel arguments; nothing here depends on them.\n";
     out << cuda_prelude() << cuda_kernels();
     int entries = 0;
-    // One kernel entry, numbered for SCANC_ONLY_ENTRY (kernel_entries).
+    // One kernel entry, numbered for SCANC_ONLY_ENTRY (kernel_entry_names).
     auto entry = [&](int threads, int min_blocks, const std::string& name, const std::string& k,
                      const std::string& body) {
         out << "#if SCANC_ENTRY(" << entries++ << ")\nextern \"C\" __global__ void __launch_bounds__(" << threads
