@@ -27,6 +27,18 @@ TEST(CudaCache, DirectoryFollowsTheEnvironment) {
     unsetenv("XDG_CACHE_HOME");
 }
 
+TEST(CudaCache, PackedBinariesComeBackWholeAndATornFileComesBackAsNone) {
+    std::vector<cuda::NvrtcOutput> outs(3);
+    outs[0].binary = {'a', 'b', 'c'};
+    outs[2].binary = {'\0', 'x'};  // an empty entry between two others
+    std::string packed = cuda::pack_binaries(outs);
+    EXPECT_EQ(cuda::unpack_binaries(packed, 3), (std::vector<std::string>{"abc", "", std::string("\0x", 2)}));
+    EXPECT_TRUE(cuda::unpack_binaries(packed, 2).empty());                   // another entry count
+    EXPECT_TRUE(cuda::unpack_binaries(packed.substr(0, packed.size() - 1), 3).empty());  // torn
+    EXPECT_TRUE(cuda::unpack_binaries(packed + "z", 3).empty());                // trailing bytes
+    EXPECT_TRUE(cuda::unpack_binaries("", 3).empty());                          // missing
+}
+
 TEST(CudaCache, OneProgramOverTwentyShapesCompilesOnce) {
     SKIP_WITHOUT_GPU();
     fs::path dir = fresh_cache_dir();

@@ -83,11 +83,7 @@ CUfunction Modules::function(const std::string& name) const {
     return f;
 }
 
-namespace {
-
-// The disk format of a program's binaries: for each kernel entry, its size (8 bytes, this
-// machine's order) and then its bytes.
-std::string pack(const std::vector<NvrtcOutput>& outs) {
+std::string pack_binaries(const std::vector<NvrtcOutput>& outs) {
     std::string packed;
     for (const NvrtcOutput& o : outs) {
         std::uint64_t size = o.binary.size();
@@ -97,8 +93,7 @@ std::string pack(const std::vector<NvrtcOutput>& outs) {
     return packed;
 }
 
-// The binaries of a packed file, or none when it is not `entries` whole ones (missing, torn).
-std::vector<std::string> unpack(const std::string& packed, int entries) {
+std::vector<std::string> unpack_binaries(const std::string& packed, int entries) {
     std::vector<std::string> parts;
     std::size_t at = 0;
     while (at + sizeof(std::uint64_t) <= packed.size()) {
@@ -112,8 +107,6 @@ std::vector<std::string> unpack(const std::string& packed, int entries) {
     if (at != packed.size() || static_cast<int>(parts.size()) != entries) return {};
     return parts;
 }
-
-}  // namespace
 
 const Modules& load_modules(const std::string& source, const std::string& arch, int device) {
     std::string key = hash_key(source, arch);
@@ -134,7 +127,7 @@ const Modules& load_modules(const std::string& source, const std::string& arch, 
         }
         return true;
     };
-    std::vector<std::string> cached = unpack(read_file(file), entries);
+    std::vector<std::string> cached = unpack_binaries(read_file(file), entries);
     if (!cached.empty() && load_all(cached)) {
         ++stats.disk_hits;
     } else {
@@ -147,7 +140,7 @@ const Modules& load_modules(const std::string& source, const std::string& arch, 
             SCANC_CU(cuModuleLoadData, &m, o.binary.data());
             loaded.parts.push_back(m);
         }
-        std::string packed = pack(outs);
+        std::string packed = pack_binaries(outs);
         write_file(file, packed.data(), packed.size());
         auto src = file;
         src.replace_extension(".cu");

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "nvrtc.h"
+
 namespace scanc::cuda {
 
 struct CacheStats {
@@ -32,6 +34,12 @@ struct Modules {
 // compiling it for `arch` ("sm_90") on a miss. RuntimeError with the NVRTC log or the driver's
 // error. The reference stays valid for the process's life.
 const Modules& load_modules(const std::string& source, const std::string& arch, int device);
+
+// The disk format of a program's binaries (<key>.cubins): for each kernel entry, its size (8
+// bytes, this machine's order) and then its bytes. unpack_binaries returns none unless the file
+// holds exactly `entries` whole binaries (a missing or torn file: the program recompiles).
+std::string pack_binaries(const std::vector<NvrtcOutput>& outs);
+std::vector<std::string> unpack_binaries(const std::string& packed, int entries);
 
 CacheStats cache_stats();
 // The disk cache folder in use (it may not exist yet).
