@@ -42,23 +42,19 @@ Tuning with_vector_rows(Tuning t) {
 // First match wins. Threads x items shrink as the state grows, to keep registers and the
 // shared-memory transpose (threads x items x words x 4 bytes) within budget.
 const Row kTable[] = {
-    // H200 sweeps (docs/benchmarks.md, 2026-11-30): look-back rows of 128x32 with a window of
-    // 128 tiles at 8 blocks/SM (4-byte states; 64 registers) or 64 tiles at 4 blocks/SM (8-byte
-    // states spill at 8), cols tiles of 8 warps x 32 steps at 2 blocks/SM with a window of 4,
-    // resident rows of 256x16 at 2 blocks/SM for 8-byte states. 4-byte states publish 8
-    // copies of each window end's prefix (third session: sum 1-D 64.9 -> 67.5%; 8-byte states
-    // lost 2 points with copies), and their resident rows are 128x32 at 3 blocks/SM, so rows of
-    // up to 1024 take a warp each (fifth session: rows of 600 / 1000 from 20 / 34% to 76 /
-    // 91%, rows of 128 66 -> 62%, rows of 16 15 -> 26%). 8-byte states take the vector rows
-    // kernels (eighth session: affine 1-D 66.7 -> 71.6%, affine rows 95.6 -> 97.6%), and so do
-    // 4-byte ones since their shared addresses stopped spilling (ninth session: sum rows 90.1 ->
-    // 92.1%, sum 1-D 70.8 -> 73.9%, 16x2^22 78.3 -> 81.0%, 2^20 8.6 -> 7.9 us). Their look-back
-    // tiles are then 128x64 at 4 blocks/SM with a window of 64 (1-D 73.5 -> 75.7%, 16x2^22
-    // 80.8 -> 85.0%), and rows of one tile keep 128x32 tiles at 8 (rows of 4096 lost 1-2 points
-    // in the longer tiles). Tenth session, longer still: 4-byte look-back tiles of 128x96 at 3
-    // blocks/SM with a window of 32 (1-D 74.9 -> 80.7%, 16x2^22 85.1 -> 88.3%, 2048x2^15 91.0
-    // -> 92.6%; 168 registers, no spills), 8-byte ones 128x48 at 3 (affine 1-D 71.8 -> 75.2%),
-    // one-tile rows unchanged.
+    // sm_90, from H200 sweeps (each figure's run and what lost: docs/benchmarks.md):
+    // - Look-back tiles as long as registers allow without spills: 4-byte states 128x96 at 3
+    //   blocks/SM, window 32 (tenth session: 1-D 74.9 -> 80.7%, 16x2^22 85.1 -> 88.3%); 8-byte
+    //   states 128x48 at 3, window 64 (affine 1-D 71.8 -> 75.2%). Fewer tiles, fewer chain hops.
+    // - Rows of one tile keep 128x32, at 8 (4-byte) or 4 (8-byte) blocks/SM: longer tiles cost
+    //   rows of 4096 1-2 points (ninth session).
+    // - 4-byte states publish 8 copies of each window end's prefix (third session: 1-D 64.9 ->
+    //   67.5%; 8-byte states lost 2 points with copies).
+    // - Vector rows for both (eighth and ninth sessions: affine rows 95.6 -> 97.6%, sum rows
+    //   90.1 -> 92.1%).
+    // - Resident rows: 128x32 at 3 blocks/SM for 4-byte states, so rows of up to 1024 take a
+    //   warp each (fifth session: rows of 1000 34 -> 91%); 256x16 at 2 for 8-byte states.
+    // - Cols tiles of 8 warps x 32 steps at 2 blocks/SM, window 4.
     {1, 90, with_vector_rows(with_shared_rows(with_pcopies(entry(128, 96, 32, 8, 32, 4, 3, 2, 128, 32, 3), 8), 32, 8))},
     {2, 90, with_vector_rows(with_shared_rows(entry(128, 48, 64, 8, 32, 4, 3, 2, 256, 16, 2), 32, 4))},
     {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
