@@ -145,27 +145,41 @@ double copy_seconds(long long n, cudaStream_t s) {
     return t;
 }
 
-int first_launch() {
+// The latest compile's wall time and its slowest kernel's (the kernels compile in parallel).
+std::string slowest_kernel_note(const CudaCacheStats& s) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "; NVRTC %.0f ms, slowest kernel %s %.0f ms (%.0f ms of CPU)",
+                  s.last_compile_seconds * 1e3, s.slowest_kernel.c_str(), s.slowest_kernel_seconds * 1e3,
+                  s.slowest_kernel_cpu_seconds * 1e3);
+    return buf;
+}
+
+// A new process's first compile and launch: the affine program over (3, 1000, 7) along dim 1,
+// or (`sum`) the sum program over (1000, 7) along dim 0.
+int first_launch(bool sum) {
     auto t0 = Clock::now();
     bool ok = cuda_available();  // loads libcuda, cuInit
     BENCH_CHECK(cudaFree(nullptr));  // creates the primary context
     double init = seconds_since(t0);
     auto t1 = Clock::now();
     double cpu0 = cpu_seconds();
-    auto program = scan_program(affine_combine(), 3, 1);
-    auto exe = CudaBackend().compile(program);
+    auto exe = CudaBackend().compile(sum ? scan_program(sum_combine(), 2, 0) : scan_program(affine_combine(), 3, 1));
     double to_compiled = seconds_since(t1), compile_cpu = cpu_seconds() - cpu0;
-    float* a = device_random(3 * 1000 * 7, 1, 0.5f, 1);
-    float* b = device_random(3 * 1000 * 7, 2, -1, 1);
-    std::vector<TensorView> in = {device_view(a, {3, 1000, 7}), device_view(b, {3, 1000, 7})};
+    std::vector<TensorView> in;
+    if (sum) {
+        in.push_back(device_view(device_random(1000 * 7, 1, -1, 1), {1000, 7}));
+    } else {
+        in.push_back(device_view(device_random(3 * 1000 * 7, 1, 0.5f, 1), {3, 1000, 7}));
+        in.push_back(device_view(device_random(3 * 1000 * 7, 2, -1, 1), {3, 1000, 7}));
+    }
     auto out = exe->run(in);
     BENCH_CHECK(cudaDeviceSynchronize());
     double to_launch = seconds_since(t1);
     auto stats = cuda_cache_stats();
-    std::printf("first-launch: gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
-                "(of which compile-or-load %.1f ms, %.1f ms of CPU; compiles %d, disk hits %d; load %.1f)\n",
-                ok, init * 1e3, to_launch * 1e3, to_compiled * 1e3, compile_cpu * 1e3, stats.compiles, stats.disk_hits,
-                load_average());
+    std::printf("first-launch (%s): gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
+                "(of which compile-or-load %.1f ms, %.1f ms of CPU; compiles %d, disk hits %d; load %.1f)%s\n",
+                sum ? "sum" : "affine", ok, init * 1e3, to_launch * 1e3, to_compiled * 1e3, compile_cpu * 1e3,
+                stats.compiles, stats.disk_hits, load_average(), stats.compiles ? slowest_kernel_note(stats).c_str() : "");
     return 0;
 }
 
@@ -345,7 +359,7 @@ int size_sweep(const char* path, const RunOptions& opts, cudaStream_t s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc > 1 && std::string(argv[1]) == "--first-launch") return first_launch();
+    if (argc > 1 && std::string(argv[1]) == "--first-launch") return first_launch(argc > 2 && std::string(argv[2]) == "sum");
     if (!cuda_available()) {
         std::printf("no GPU: %s\n", cuda_unavailable_reason().c_str());
         return 1;
@@ -361,6 +375,7 @@ int main(int argc, char** argv) {
     double cpu0 = cpu_seconds();
     CudaBackend().compile(scan_program(sum_combine(), 2, 0));
     double first_compile = seconds_since(t0), first_cpu = cpu_seconds() - cpu0;
+    std::string first_note = slowest_kernel_note(cuda_cache_stats());
     const long long big = 1ll << 28;
     double copy = copy_seconds(big, s);
     double copy_bw = 2.0 * big * 4 / copy;
@@ -370,9 +385,10 @@ int main(int argc, char** argv) {
     cpu0 = cpu_seconds();
     CudaBackend().compile(scan_program(sum_combine(), 1, 0));
     double second_compile = seconds_since(t), second_cpu = cpu_seconds() - cpu0;
-    std::printf("compiles with a fresh cache: the process's first (sum dim 0, loads NVRTC) %.3f s (%.3f s of CPU), "
-                "a second (sum 1-D) %.3f s (%.3f s of CPU); load average %.1f before, %.1f now\n", first_compile,
-                first_cpu, second_compile, second_cpu, load, load_average());
+    std::printf("compiles with a fresh cache: the process's first (sum dim 0, loads NVRTC) %.3f s (%.3f s of CPU%s), "
+                "a second (sum 1-D) %.3f s (%.3f s of CPU%s); load average %.1f before, %.1f now\n", first_compile,
+                first_cpu, first_note.c_str(), second_compile, second_cpu, slowest_kernel_note(cuda_cache_stats()).c_str(),
+                load, load_average());
 
     std::vector<Row> rows;
     auto bench = [&](const std::string& name, const CombineRef& combine, std::vector<std::int64_t> shape, int dim,

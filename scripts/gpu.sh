@@ -13,6 +13,8 @@
 # Compute (stall reasons, occupancy, memory);
 # STAMPS="CASE[|TUNING];..." records where each look-back tile's time goes in one launch of the
 # sweep case (TUNING plus stamps=1; bench/lookback_stamps.py; records in OUTDIR/stamps-N.bin);
+# COMPILE_AB="table scitems=48 ..." times a new process's first compile (sum and affine) under
+# each tuning, interleaved over three rounds (OUTDIR/compile_ab.txt);
 # GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
@@ -66,6 +68,19 @@ timeout ${BENCH_TIMEOUT:-240} $BUILD/gpu_bench "$OUT/bench.md" 2>&1 | tee "$BUIL
 if [ -n "${SWEEP:-}" ]; then
   log "tuning sweep"
   timeout ${SWEEP_TIMEOUT:-200} $BUILD/gpu_bench --sweep $SWEEP 2>&1 | tee "$OUT/sweep.md"
+fi
+
+if [ -n "${COMPILE_AB:-}" ]; then
+  log "first compile A/B: a new process per compile, tunings interleaved"
+  for round in 1 2 3; do
+    for t in $COMPILE_AB; do
+      for p in sum affine; do
+        rm -rf "$SCANC_CACHE_DIR"/*
+        if [ "$t" = table ]; then timeout 60 $BUILD/gpu_bench --first-launch $p
+        else SCANC_CUDA_TUNING=$t timeout 60 $BUILD/gpu_bench --first-launch $p; fi | sed "s/^/$t: /"
+      done
+    done
+  done | tee "$OUT/compile_ab.txt"
 fi
 
 if [ -n "${SIZES:-}" ]; then
@@ -137,6 +152,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 [ -f "$OUT/tests.log" ] && grep -E "tests|PASSED|FAILED|SKIPPED" "$OUT/tests.log" | tail -6
 echo "sanitizer:$SAN"
 cat "$OUT/first_launch.txt"
+[ -f "$OUT/compile_ab.txt" ] && cat "$OUT/compile_ab.txt"
 [ -f "$OUT/sweep.md" ] && cat "$OUT/sweep.md"
 cat "$OUT/bench.md" 2>/dev/null
 [ -f "$OUT/peers.md" ] && cat "$OUT/peers.md"

@@ -51,6 +51,10 @@ program p(a: f32[B, L, D], b: f32[B, L, D]) { (_, h) = scan affine(a, b) dim=1
     auto exe = CudaBackend().compile(program);
     auto after_compile = cuda_cache_stats();
     EXPECT_EQ(after_compile.compiles - before.compiles, 1);
+    // The compile's timing names one of its kernels, which took no longer than the whole compile.
+    EXPECT_EQ(after_compile.slowest_kernel.rfind("scanc_", 0), 0u) << after_compile.slowest_kernel;
+    EXPECT_GT(after_compile.slowest_kernel_seconds, 0);
+    EXPECT_LE(after_compile.slowest_kernel_seconds, after_compile.last_compile_seconds);
     std::mt19937_64 rng(7);
     for (int i = 0; i < 20; ++i) {
         std::int64_t b = 1 + i % 3, l = 1 + 397 * i, d = 1 + (i * 7) % 40;

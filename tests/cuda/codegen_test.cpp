@@ -160,7 +160,7 @@ TEST(CudaCodegen, EveryExampleCompilesWithNvrtcForSm90) {
 TEST(CudaCodegen, EmitsPtxWithoutAGpu) {
     SKIP_WITHOUT_NVRTC();
     std::string ptx = emit_cuda(mamba_like(), "sm_90", true);
-    for (const char* kernel : {"scanc_rows_0", "scanc_rows_shared_0", "scanc_resident_0", "scanc_cols_0"})
+    for (const char* kernel : {"scanc_rows_0", "scanc_rows_shared_0", "scanc_resident_0", "scanc_resident_groups_0", "scanc_cols_0"})
         EXPECT_NE(ptx.find(std::string(".entry ") + kernel + "("), std::string::npos) << kernel;
     EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
 }

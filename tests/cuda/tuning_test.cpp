@@ -16,12 +16,13 @@ struct Env {
 
 TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     Tuning table = choose_tuning(2, 90);
-    Env env("rows=64x8,sitems=4,smb=3,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
+    Env env("rows=64x8,sitems=4,scitems=6,smb=3,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
             "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0");
     Tuning t = choose_tuning(2, 90);
     EXPECT_EQ(t.row_threads, 64);
     EXPECT_EQ(t.row_items, 8);
     EXPECT_EQ(t.row_window, 96);
+    EXPECT_EQ(t.scalar_row_items(), 6);
     EXPECT_EQ(t.shared_row_items(), 4);
     EXPECT_EQ(t.shared_rows_min_blocks(), 3);
     EXPECT_EQ(t.row_pcopies, 4);
@@ -62,16 +63,27 @@ TEST(CudaTuning, RowsOfOneTileKeepTheLookBackTilesItemsUnlessTheTableSplitsThem)
     }
 }
 
-TEST(CudaTuning, RowsAndMinBlocksOverridesSizeBothRowsKernelsUnlessSplitAgain) {
+TEST(CudaTuning, TheScalarLookBackTilesAreShorterThanTheVectorOnesOnSm90SoThatTheyCompileSooner) {
+    for (int words : {1, 2}) {
+        const Tuning t = choose_tuning(words, 90);
+        EXPECT_LT(t.scalar_row_items(), t.row_items) << words;
+        EXPECT_GE(t.scalar_row_items(), t.shared_row_items()) << words;
+    }
+    EXPECT_EQ(choose_tuning(4, 90).scalar_row_items(), choose_tuning(4, 90).row_items);
+}
+
+TEST(CudaTuning, RowsAndMinBlocksOverridesSizeEveryRowsKernelUnlessSplitAgain) {
     {
         Env env("rows=64x4,mb=6");
         Tuning t = choose_tuning(1, 90);
         EXPECT_EQ(t.shared_row_items(), 4);
+        EXPECT_EQ(t.scalar_row_items(), 4);
         EXPECT_EQ(t.shared_rows_min_blocks(), 6);
     }
-    Env env("smb=5,sitems=2,rows=64x4,mb=6");
+    Env env("smb=5,sitems=2,scitems=3,rows=64x4,mb=6");
     Tuning t = choose_tuning(1, 90);
     EXPECT_EQ(t.shared_row_items(), 2);
+    EXPECT_EQ(t.scalar_row_items(), 3);
     EXPECT_EQ(t.shared_rows_min_blocks(), 5);
 }
 
@@ -87,7 +99,7 @@ TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
 }
 
 TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
-    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "smb=0", "256,16,256"}) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "rows=64x8,scitems=2,sitems=4", "scitems=0", "smb=0", "256,16,256"}) {
         SCOPED_TRACE(bad);
         Env env(bad);
         try {

@@ -60,6 +60,10 @@ struct CudaCacheStats {
     int compiles = 0;
     int disk_hits = 0;
     int memory_hits = 0;
+    // The latest compile: its wall time, and its slowest kernel's name, wall and CPU time (the
+    // kernels compile in parallel, so a first compile takes about that kernel's time).
+    double last_compile_seconds = 0, slowest_kernel_seconds = 0, slowest_kernel_cpu_seconds = 0;
+    std::string slowest_kernel;
 };
 CudaCacheStats cuda_cache_stats();
 

@@ -1,6 +1,7 @@
 #include "cache.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -133,8 +134,15 @@ const Modules& load_modules(const std::string& source, const std::string& arch, 
     } else {
         for (CUmodule m : loaded.parts) driver().cuModuleUnload(m);
         loaded.parts.clear();
+        const auto start = std::chrono::steady_clock::now();
         std::vector<NvrtcOutput> outs = nvrtc_compile_entries(source, arch, key + ".cu", entries);
         ++stats.compiles;
+        stats.last_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        auto slowest = std::max_element(outs.begin(), outs.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
+        if (slowest != outs.end()) {
+            stats.slowest_seconds = slowest->seconds, stats.slowest_cpu_seconds = slowest->cpu_seconds;
+            stats.slowest_kernel = loaded.names[slowest - outs.begin()];
+        }
         for (const NvrtcOutput& o : outs) {
             CUmodule m = nullptr;
             SCANC_CU(cuModuleLoadData, &m, o.binary.data());

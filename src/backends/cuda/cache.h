@@ -19,6 +19,10 @@ struct CacheStats {
     int compiles = 0;     // NVRTC compilations
     int disk_hits = 0;    // binaries read from the disk cache
     int memory_hits = 0;  // modules found loaded
+    // The latest compile: its wall time, and its slowest kernel entry's name, wall and CPU time
+    // (a first compile takes about that kernel's time; more means the compiles contended).
+    double last_seconds = 0, slowest_seconds = 0, slowest_cpu_seconds = 0;
+    std::string slowest_kernel;
 };
 
 // A generated program's kernels: one module per kernel entry, compiled in parallel

@@ -269,19 +269,21 @@ private:
             const Tuning& t = k.tuning;
             if (inner == 1 && len <= 32 * i64{t.res_items}) {
                 // A row fits a warp's segment: a resident grid strides over the rows, one per
-                // group of 2^lw lanes (the fewest whose items hold it; scan_rows_resident in
-                // kernels.cpp), no look-back.
+                // group of 2^lw lanes (the fewest whose items hold it; scan_rows_resident_groups
+                // in kernels.cpp), no look-back. Whole warps have a kernel of their own.
                 smem = k.resident_smem;
                 chunks = 1;
                 int lw = 5;
-                while (t.res_groups && lw > 0 && (i64{t.res_items} << (lw - 1)) >= len) --lw;
+                while (k.resident_groups && lw > 0 && (i64{t.res_items} << (lw - 1)) >= len) --lw;
                 const i64 per_block = i64{t.res_threads / 32} << (5 - lw);
-                blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * k.resident_per_sm);
+                const int per_sm = lw == 5 ? k.resident_per_sm : k.resident_groups_per_sm;
+                blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * per_sm);
                 threads = static_cast<unsigned>(t.res_threads);
                 status_words = 0;
-                fn = k.resident;
+                fn = lw == 5 ? k.resident : k.resident_groups;
             } else if (inner == 1) {
-                const i64 warps = t.row_threads / 32, segment = 32 * i64{t.row_items};
+                const bool vec = k.rows_vec && whole_vectors(s, views);
+                const i64 warps = t.row_threads / 32, segment = 32 * i64{vec ? t.row_items : t.scalar_row_items()};
                 const i64 shared_segment = 32 * i64{t.shared_row_items()};
                 // Rows of one shared tile take the fewest warps of it, a power of two, whose
                 // segments hold them, and share it where that leaves room (scan_rows in
@@ -300,7 +302,6 @@ private:
                 // A, then the copies of P (per row and chunk), then the stamps' records (per tile)
                 lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
                 status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
-                const bool vec = k.rows_vec && whole_vectors(s, views);
                 fn = vec ? (shared ? k.rows_shared_vec : k.rows_vec) : (shared ? k.rows_shared : k.rows);
                 smem = shared ? (vec ? k.rows_shared_vec_smem : k.rows_shared_smem) : (vec ? k.rows_vec_smem : k.rows_smem);
             } else {
@@ -320,7 +321,7 @@ private:
             for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
                           len, inner, chunks, groups, per_tile})
                 args.push_back(v);
-            if (fn != k.resident && fn != k.cols && t.stamps) {  // after the look-back words (A, P copies)
+            if (fn != k.resident && fn != k.resident_groups && fn != k.cols && t.stamps) {  // after the look-back words (A, P copies)
                 stamps.emplace(status + static_cast<CUdeviceptr>(lookback_words * 8),
                                StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
             }
@@ -399,7 +400,8 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
                 k.rows_shared_vec = kernels.function(rows_kernel_name(s.id, true, true));
             }
             k.cols = kernels.function(cat("scanc_cols_", s.id));
-            k.resident = kernels.function(cat("scanc_resident_", s.id));
+            k.resident = kernels.function(resident_kernel_name(s.id, false));
+            if (k.tuning.res_groups) k.resident_groups = kernels.function(resident_kernel_name(s.id, true));
             const Tuning& t = k.tuning;
             int nw = stage_state_words(s);
             auto transpose = [&](CUfunction fn, int items, bool vec) {
@@ -407,17 +409,22 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
                 allow_dynamic_smem(fn, bytes, info);
                 return bytes;
             };
-            k.rows_smem = transpose(k.rows, t.row_items, false);
+            k.rows_smem = transpose(k.rows, t.scalar_row_items(), false);
             k.rows_shared_smem = transpose(k.rows_shared, t.shared_row_items(), false);
             if (k.rows_vec) {
                 k.rows_vec_smem = transpose(k.rows_vec, t.row_items, true);
                 k.rows_shared_vec_smem = transpose(k.rows_shared_vec, t.shared_row_items(), true);
             }
             k.resident_smem = static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
-            allow_dynamic_smem(k.resident, k.resident_smem, info);
-            SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &k.resident_per_sm, k.resident, t.res_threads,
-                     k.resident_smem);
-            k.resident_per_sm = std::max(k.resident_per_sm, 1);
+            auto resident_blocks_per_sm = [&](CUfunction fn) {
+                if (!fn) return 0;
+                allow_dynamic_smem(fn, k.resident_smem, info);
+                int blocks = 0;
+                SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, fn, t.res_threads, k.resident_smem);
+                return std::max(blocks, 1);
+            };
+            k.resident_per_sm = resident_blocks_per_sm(k.resident);
+            k.resident_groups_per_sm = resident_blocks_per_sm(k.resident_groups);
         } else {
             k.map = kernels.function(cat("scanc_map_", s.id));
         }

@@ -25,13 +25,15 @@ private:
         // rows_shared: the rows kernel for rows of one shared tile, several to a tile where they fit
         // (ScanParams::per_tile)
         CUfunction rows = nullptr, rows_shared = nullptr, resident = nullptr, cols = nullptr, map = nullptr;
+        // the resident kernel for rows in groups of lanes (null where the tuning has none)
+        CUfunction resident_groups = nullptr;
         // the vector rows kernels (rows of whole, aligned vectors of four; null where the
         // module's layout class has none)
         CUfunction rows_vec = nullptr, rows_shared_vec = nullptr;
         Tuning tuning;
         // dynamic shared memory (the transposes)
         unsigned rows_smem = 0, rows_shared_smem = 0, rows_vec_smem = 0, rows_shared_vec_smem = 0, resident_smem = 0;
-        int resident_per_sm = 0;                    // blocks of the resident kernel per SM
+        int resident_per_sm = 0, resident_groups_per_sm = 0;  // blocks of the resident kernels per SM
     };
     // One compiled layout class of the program (codegen.h): its kernels per stage.
     struct Module {

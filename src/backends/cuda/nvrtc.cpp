@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -129,6 +131,12 @@ const Loaded& loaded() {
     return l;
 }
 
+double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 const Nvrtc& api() {
     const Loaded& l = loaded();
     if (!l.ok) throw RuntimeError("NVRTC unavailable: " + l.why);
@@ -159,6 +167,8 @@ std::string nvrtc_version() {
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, const std::string& name,
                           int entry) {
     const Nvrtc& n = api();
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
     Program prog = nullptr;
     check(n.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
     std::string arch_opt = "--gpu-architecture=" + arch, entry_opt = cat("-DSCANC_ONLY_ENTRY=", entry);
@@ -196,6 +206,8 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, co
         throw;
     }
     n.destroy(&prog);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.cpu_seconds = thread_cpu_seconds() - cpu_start;
     return out;
 }
 

@@ -12,6 +12,7 @@ struct NvrtcOutput {
     std::vector<char> binary;  // CUBIN for a real arch (sm_90), PTX text for a virtual one
     bool is_ptx = false;
     std::string log;
+    double seconds = 0, cpu_seconds = 0;  // wall and thread CPU time of the compile
 };
 
 // Compiles CUDA C++ `source` for `arch` ("sm_90" -> CUBIN, "compute_90" -> PTX): all of it, or

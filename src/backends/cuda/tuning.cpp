@@ -1,5 +1,6 @@
 #include "tuning.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -34,6 +35,11 @@ Tuning with_shared_rows(Tuning t, int items, int min_blocks) {
     return t;
 }
 
+Tuning with_scalar_rows(Tuning t, int items) {
+    t.scalar_items = items;
+    return t;
+}
+
 Tuning with_vector_rows(Tuning t) {
     t.vector_rows = true;
     return t;
@@ -55,8 +61,17 @@ const Row kTable[] = {
     // - Resident rows: 128x32 at 3 blocks/SM for 4-byte states, so rows of up to 1024 take a
     //   warp each (fifth session: rows of 1000 34 -> 91%); 256x16 at 2 for 8-byte states.
     // - Cols tiles of 8 warps x 32 steps at 2 blocks/SM, window 4.
-    {1, 90, with_vector_rows(with_shared_rows(with_pcopies(entry(128, 96, 32, 8, 32, 4, 3, 2, 128, 32, 3), 8), 32, 8))},
-    {2, 90, with_vector_rows(with_shared_rows(entry(128, 48, 64, 8, 32, 4, 3, 2, 256, 16, 2), 32, 4))},
+    // - The scalar look-back kernel (unaligned or strided rows) takes 128x64 tiles for 4-byte
+    //   states and 128x32 for 8-byte ones: at the vector kernel's length it alone set the first
+    //   compile's time (NVRTC on one core: sum 0.54 -> 0.38 s, affine 0.60 -> 0.40 s). Eleventh
+    //   session, scalar kernels only: sum 1-D 75.8 -> 72.0% (128x48: 58.3%), affine 1-D 66.5 ->
+    //   66.8%, affine 256x2^20 82.2 -> 92.6%.
+    {1, 90,
+     with_scalar_rows(with_vector_rows(with_shared_rows(with_pcopies(entry(128, 96, 32, 8, 32, 4, 3, 2, 128, 32, 3), 8),
+                                                        32, 8)),
+                      64)},
+    {2, 90,
+     with_scalar_rows(with_vector_rows(with_shared_rows(entry(128, 48, 64, 8, 32, 4, 3, 2, 256, 16, 2), 32, 4)), 32)},
     {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
     {2, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 8, 2)},
     {4, 0, entry(256, 8, 128, 8, 8, 8, 1, 0, 256, 4, 1)},
@@ -66,14 +81,14 @@ const Row kTable[] = {
 
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
-                           "with keys rows=TxI, sitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
+                           "with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
                            "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
 void apply_overrides(Tuning& t, const std::string& env) {
-    // rows=TxI and mb=N size both rows kernels unless sitems / smb split them again.
-    bool rows = false, min_blocks = false, shared_items = false, shared_min_blocks = false;
+    // rows=TxI and mb=N size every rows kernel unless sitems / scitems / smb split them again.
+    bool rows = false, min_blocks = false, shared_items = false, shared_min_blocks = false, scalar_items = false;
     std::istringstream fields(env);
     for (std::string field; std::getline(fields, field, ',');) {
         auto eq = field.find('=');
@@ -92,6 +107,7 @@ void apply_overrides(Tuning& t, const std::string& env) {
         };
         if (key == "rows") pair(t.row_threads, t.row_items), rows = true;
         else if (key == "sitems") t.shared_items = number(value), shared_items = true;
+        else if (key == "scitems") t.scalar_items = number(value), scalar_items = true;
         else if (key == "smb") t.shared_min_blocks = number(value), shared_min_blocks = true;
         else if (key == "window") t.row_window = number(value);
         else if (key == "pcopies" && number(value) <= 32) t.row_pcopies = number(value);
@@ -113,14 +129,16 @@ void apply_overrides(Tuning& t, const std::string& env) {
     if (t.row_threads % 32 || t.res_threads % 32 || t.row_window % 32)
         bad_tuning(env, "threads and window must be multiples of 32");
     if (rows && !shared_items) t.shared_items = 0;
+    if (rows && !scalar_items) t.scalar_items = 0;
     if (min_blocks && !shared_min_blocks) t.shared_min_blocks = 0;
-    if (t.shared_row_items() > t.row_items) bad_tuning(env, "sitems must not exceed the rows' items");
+    if (t.shared_row_items() > std::min(t.row_items, t.scalar_row_items()))
+        bad_tuning(env, "sitems must not exceed the rows' items (nor scitems)");
 }
 
 }  // namespace
 
 std::string Tuning::str() const {
-    return cat("rows ", row_threads, "x", row_items, " w", row_window, " x", row_pcopies, " (one tile ",
+    return cat("rows ", row_threads, "x", row_items, " (scalar x", scalar_row_items(), ") w", row_window, " x", row_pcopies, " (one tile ",
                row_threads, "x", shared_row_items(), " at ", shared_rows_min_blocks(), "), cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,

@@ -19,6 +19,11 @@ struct Tuning {
     int shared_items = 0;
     int shared_min_blocks = 0;
     int shared_row_items() const { return shared_items ? shared_items : row_items; }
+    // Items of the scalar (not vector) look-back rows kernel (0: row_items): it serves unaligned
+    // and strided rows, and its fully unrolled loads, transposes and stores are what NVRTC
+    // spends longest on, so it may take shorter tiles than the vector kernel.
+    int scalar_items = 0;
+    int scalar_row_items() const { return scalar_items ? scalar_items : row_items; }
     int shared_rows_min_blocks() const { return shared_min_blocks ? shared_min_blocks : min_blocks; }
     // Copies of each window end's inclusive prefix, in separate arrays: the tiles of a window
     // poll them in turn, so their polls spread over several places in L2.
@@ -66,7 +71,7 @@ struct Tuning {
 
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
-// key=value with keys rows=TxI, sitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
+// key=value with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
 // res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1 (e.g. "rows=128x32,mb=4");
 // RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);

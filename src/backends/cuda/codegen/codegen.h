@@ -109,6 +109,9 @@ bool has_vector_rows(const Stage& stage, const Tuning& tuning, const StageLayout
 // rows of whole vectors of four (emitted where the layout class lets every access step by its
 // element size or 0: K::VEC).
 std::string rows_kernel_name(int stage, bool shared, bool vec);
+// The resident rows kernel of a stage: whole warps per row, or (`groups`) rows of at most 16 x
+// res_items in groups of lanes (emitted where the tuning has res_groups).
+std::string resident_kernel_name(int stage, bool groups);
 
 std::string_view cuda_prelude();  // scalar semantics, arguments, cursors, look-back words
 std::string_view cuda_kernels();  // the kernel templates (rows, resident rows, cols, map)

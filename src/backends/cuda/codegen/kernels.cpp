@@ -1,7 +1,7 @@
 // The kernel templates of every generated CUDA source, after the prelude: rows (look-back and
 // resident), cols and map. Generated code defines, per stage, a struct K with State, Ctx, Cur,
 // combine, load, store, word conversions and its tuning constants, then instantiates
-// scan_rows<K> / scan_rows_resident<K> / scan_cols<K> / map_kernel<K>.
+// scan_rows<K> / scan_rows_resident_groups<K> / scan_cols<K> / map_kernel<K>.
 #include "codegen.h"
 
 namespace scanc::cuda {
@@ -257,7 +257,8 @@ template <bool ON> struct TileStamps {
 // bench/lookback_stamps.py): docs/benchmarks.md.
 template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
-    constexpr int T = K::ROW_THREADS, IT = SHARED ? K::SHARED_ITEMS : K::ROW_ITEMS, WARPS = T / 32, W = K::ROW_WINDOW;
+    constexpr int T = K::ROW_THREADS, IT = SHARED ? K::SHARED_ITEMS : VEC ? K::ROW_ITEMS : K::SCALAR_ITEMS;
+    constexpr int WARPS = T / 32, W = K::ROW_WINDOW;
     constexpr int SEG = 32 * IT, PER = W / 32;
     constexpr i64 TILE = (i64)T * IT;
     Segment<K, IT, VEC>* xchg = reinterpret_cast<Segment<K, IT, VEC>*>(sc_dyn_smem);
@@ -414,9 +415,11 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
 // A grid of resident blocks strides over the rows and issues the next rows' loads before
 // scanning the current ones, so memory stays busy while a warp scans and stores. A row goes to
 // a group of 2^lw lanes (the fewest whose RES_ITEMS items hold it): 32 / 2^lw rows per warp at a
-// time. lw = LW, or computed when LW < 0 (scan_rows_resident picks). Longer rows take the
-// look-back kernel, one tile each while they fit one (faster than a resident block per row:
-// docs/benchmarks.md, fifth session).
+// time. Two kernels, which compile in parallel: scanc_resident_N (LW = 5: whole warps, for rows
+// longer than 16 x RES_ITEMS) and scanc_resident_groups_N (LW < 0: lw computed at run time; one
+// kernel per width would nearly double NVRTC's time). Longer rows take the look-back kernel, one
+// tile each while they fit one (faster than a resident block per row: docs/benchmarks.md, fifth
+// session).
 template <class K, int LW> __device__ void scan_rows_resident_groups(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int IT = K::RES_ITEMS, WARPS = K::RES_THREADS / 32;
@@ -454,13 +457,6 @@ template <class K, int LW> __device__ void scan_rows_resident_groups(const typen
         #pragma unroll
         for (int k = 0; k < IT; ++k) items[k] = nitems[k];
     }
-}
-
-// Whole warps with their width known at compile time; narrower groups with it known at run
-// time (one more instantiation: one per width would nearly double NVRTC's time).
-template <class K> __device__ void scan_rows_resident(const typename K::Args& a) {
-    if (!K::RES_GROUPS || a.p.len > (i64)K::RES_ITEMS << 4) scan_rows_resident_groups<K, 5>(a);
-    else scan_rows_resident_groups<K, -1>(a);
 }
 
 // ---- cols: scan along a dim with inner extent > 1. A tile is [WARPS*ROWS steps x 32 lanes];
