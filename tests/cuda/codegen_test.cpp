@@ -157,6 +157,40 @@ TEST(CudaCodegen, EveryExampleCompilesWithNvrtcForSm90) {
     EXPECT_GT(programs, 0);
 }
 
+// The kernel entries emitted for a sum over x: f32[shape] along `dim`.
+std::vector<std::string> sum_kernels(const std::string& shape, int dim) {
+    auto module = parse_module(cat("combine add(a | b) { return a + b }\nprogram p(x: f32", shape,
+                                   ") {\n  y = scan add(x) dim=", dim, "\n  return y\n}\n"),
+                               "<test>");
+    return cuda::kernel_entry_names(emit_cuda(module.programs.back(), "sm_90"));
+}
+
+TEST(CudaCodegen, AProgramCompilesOnlyTheKernelsItsConstantExtentsCanReach) {
+    using Names = std::vector<std::string>;
+    const Names rows = {"scanc_rows_0", "scanc_rows_shared_0", "scanc_rows_vec_0", "scanc_rows_shared_vec_0"};
+    const Names resident = {"scanc_resident_0"}, groups = {"scanc_resident_groups_0"}, cols = {"scanc_cols_0"};
+    auto all = [](std::initializer_list<Names> parts) {
+        Names out;
+        for (const Names& p : parts) out.insert(out.end(), p.begin(), p.end());
+        return out;
+    };
+    // Sizes known at run time keep every kernel that some size would take.
+    EXPECT_EQ(sum_kernels("[B, L, D]", 1), all({rows, resident, groups, cols}));
+    // The last dim has an inner extent of 1 whatever the sizes: no cols kernel.
+    EXPECT_EQ(sum_kernels("[N, T]", 1), all({rows, resident, groups}));
+    EXPECT_EQ(sum_kernels("[T]", 0), all({rows, resident, groups}));
+    EXPECT_EQ(sum_kernels("[N, T, 1]", 1), all({rows, resident, groups}));
+    // A constant inner extent above 1: cols only.
+    EXPECT_EQ(sum_kernels("[N, 7]", 0), cols);
+    // Constant row lengths (4-byte states on sm_90: resident rows up to 32 x 32, in lane
+    // groups up to 16 x 32): the one kernel family that length takes.
+    EXPECT_EQ(sum_kernels("[N, 128]", 1), groups);
+    EXPECT_EQ(sum_kernels("[N, 700]", 1), resident);
+    EXPECT_EQ(sum_kernels("[N, 3000]", 1), rows);
+    // An extent of 0: never launched, nothing settled.
+    EXPECT_EQ(sum_kernels("[0, 7]", 0), all({rows, resident, groups, cols}));
+}
+
 TEST(CudaCodegen, EmitsPtxWithoutAGpu) {
     SKIP_WITHOUT_NVRTC();
     std::string ptx = emit_cuda(mamba_like(), "sm_90", true);

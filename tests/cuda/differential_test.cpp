@@ -91,6 +91,33 @@ TEST_F(CudaDifferential, OneDimensionalSumsMatchAtAwkwardLengths) {
     }
 }
 
+TEST_F(CudaDifferential, ProgramsWithConstantExtentsMatchWithTheKernelsTheyKeep) {
+    // Each program compiles only the kernels its constant extents can reach
+    // (CudaCodegen.AProgramCompilesOnlyTheKernelsItsConstantExtentsCanReach); every size that
+    // program accepts must still run, in both directions.
+    struct Case {
+        const char* type;
+        int dim;
+        std::vector<std::vector<std::int64_t>> shapes;
+    } cases[] = {{"[N, 7]", 0, {{1, 7}, {2, 7}, {257, 7}, {4097, 7}}},                  // cols
+                 {"[N, 130]", 1, {{1, 130}, {3, 130}, {1001, 130}}},                     // lane groups
+                 {"[N, 700]", 1, {{1, 700}, {5, 700}, {301, 700}}},                      // whole warps
+                 {"[N, 3000]", 1, {{1, 3000}, {7, 3000}, {65, 3000}}},                   // shared / vector
+                 {"[N, 2999]", 1, {{1, 2999}, {7, 2999}}},                               // scalar rows
+                 {"[N, 20001]", 1, {{2, 20001}}},                                        // look-back
+                 {"[5, T]", 1, {{5, 1}, {5, 2}, {5, 31}, {5, 1025}, {5, 40961}}},       // no cols
+                 {"[T, 1]", 0, {{0, 1}, {1, 1}, {97, 1}, {(1 << 20) + 1, 1}}}};          // no cols
+    for (const Case& c : cases)
+        for (const char* direction : {"", " reverse"}) {
+            auto program = parse_program(cat("combine add(a | b) { return a + b }\nprogram p(x: f32", c.type,
+                                             ") {\n  y = scan add(x) dim=", c.dim, direction, "\n  return y\n}\n"));
+            for (const auto& shape : c.shapes) {
+                SCOPED_TRACE(cat(c.type, " dim ", c.dim, direction, " at ", ::testing::PrintToString(shape)));
+                expect_matches_reference(program, {random_tensor(DType::F32, shape, rng)});
+            }
+        }
+}
+
 TEST_F(CudaDifferential, ReverseScansMatch) {
     auto program = parse_program(R"(
 combine add(a | b) { return a + b }

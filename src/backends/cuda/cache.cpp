@@ -77,8 +77,14 @@ std::string cache_dir() {
 }
 
 CUfunction Modules::function(const std::string& name) const {
+    CUfunction f = find(name);
+    if (!f) throw RuntimeError(cat("CUDA: no kernel `", name, "` in the compiled program"));
+    return f;
+}
+
+CUfunction Modules::find(const std::string& name) const {
     auto it = std::find(names.begin(), names.end(), name);
-    if (it == names.end()) throw RuntimeError(cat("CUDA: no kernel `", name, "` in the compiled program"));
+    if (it == names.end()) return nullptr;
     CUfunction f = nullptr;
     SCANC_CU(cuModuleGetFunction, &f, parts[it - names.begin()], name.c_str());
     return f;

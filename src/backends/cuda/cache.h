@@ -32,6 +32,8 @@ struct Modules {
     std::vector<std::string> names;  // the kernel in each part
     // The kernel `name`; RuntimeError when no part has it.
     CUfunction function(const std::string& name) const;
+    // The kernel `name`, or null when the program has none (reachable_kernels left it out).
+    CUfunction find(const std::string& name) const;
 };
 
 // The modules of generated `source` on `device` (its primary context must be current),

@@ -326,6 +326,12 @@ private:
                                StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
             }
         }
+        if (!fn) {  // reachable_kernels and the choices above disagree: a bug, not bad input
+            std::string dims;
+            for (i64 x : shape) dims += cat(dims.empty() ? "" : ", ", x);
+            throw RuntimeError(cat("CUDA: stage ", s.id, " of shape (", dims,
+                                   ") needs a kernel its program left out (internal error)"));
+        }
         void* params[] = {args.data()};
         SCANC_CU(cuLaunchKernel, fn, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, smem, stream_,
                  params, nullptr);
@@ -393,28 +399,26 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
         Kernels k;
         k.tuning = stage_tuning(s, cc_);
         if (s.is_scan) {
-            k.rows = kernels.function(rows_kernel_name(s.id, false, false));
-            k.rows_shared = kernels.function(rows_kernel_name(s.id, true, false));
-            if (has_vector_rows(s, k.tuning, fixed_layout(s, k.tuning, layout))) {
-                k.rows_vec = kernels.function(rows_kernel_name(s.id, false, true));
-                k.rows_shared_vec = kernels.function(rows_kernel_name(s.id, true, true));
-            }
-            k.cols = kernels.function(cat("scanc_cols_", s.id));
-            k.resident = kernels.function(resident_kernel_name(s.id, false));
-            if (k.tuning.res_groups) k.resident_groups = kernels.function(resident_kernel_name(s.id, true));
+            // The kernels the stage's shape can reach (reachable_kernels); the others are null.
+            k.rows = kernels.find(rows_kernel_name(s.id, false, false));
+            k.rows_shared = kernels.find(rows_kernel_name(s.id, true, false));
+            k.rows_vec = kernels.find(rows_kernel_name(s.id, false, true));
+            k.rows_shared_vec = kernels.find(rows_kernel_name(s.id, true, true));
+            k.cols = kernels.find(cat("scanc_cols_", s.id));
+            k.resident = kernels.find(resident_kernel_name(s.id, false));
+            k.resident_groups = kernels.find(resident_kernel_name(s.id, true));
             const Tuning& t = k.tuning;
             int nw = stage_state_words(s);
             auto transpose = [&](CUfunction fn, int items, bool vec) {
+                if (!fn) return 0u;
                 auto bytes = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, items, nw, vec));
                 allow_dynamic_smem(fn, bytes, info);
                 return bytes;
             };
             k.rows_smem = transpose(k.rows, t.scalar_row_items(), false);
             k.rows_shared_smem = transpose(k.rows_shared, t.shared_row_items(), false);
-            if (k.rows_vec) {
-                k.rows_vec_smem = transpose(k.rows_vec, t.row_items, true);
-                k.rows_shared_vec_smem = transpose(k.rows_shared_vec, t.shared_row_items(), true);
-            }
+            k.rows_vec_smem = transpose(k.rows_vec, t.row_items, true);
+            k.rows_shared_vec_smem = transpose(k.rows_shared_vec, t.shared_row_items(), true);
             k.resident_smem = static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
             auto resident_blocks_per_sm = [&](CUfunction fn) {
                 if (!fn) return 0;

@@ -109,6 +109,18 @@ bool has_vector_rows(const Stage& stage, const Tuning& tuning, const StageLayout
 // rows of whole vectors of four (emitted where the layout class lets every access step by its
 // element size or 0: K::VEC).
 std::string rows_kernel_name(int stage, bool shared, bool vec);
+// The kernels of a scan stage that its shape can reach, as the executable chooses them: rows
+// (inner extent 1) or cols; among rows, the resident kernels for rows of at most 32 x res_items
+// (in lane groups up to 16 x res_items, where the tuning has them), else the shared and
+// look-back rows kernels. Constant extents settle some choices; an extent known only at run
+// time keeps every kernel that some value of it would take. Only these are compiled.
+struct ReachableKernels {
+    bool rows = true;             // the shared and look-back rows kernels (scalar and vector)
+    bool resident = true;         // resident rows, whole warps
+    bool resident_groups = true;  // resident rows in lane groups
+    bool cols = true;
+};
+ReachableKernels reachable_kernels(const Stage& stage, const Tuning& tuning);
 // The resident rows kernel of a stage: whole warps per row, or (`groups`) rows of at most 16 x
 // res_items in groups of lanes (emitted where the tuning has res_groups).
 std::string resident_kernel_name(int stage, bool groups);

@@ -1,5 +1,6 @@
 // Generating the CUDA source of a plan: one struct K<id> per stage (state, combine, fused
 // prologue `load` and epilogue `store`, tuning constants) and its extern "C" kernels.
+#include <optional>
 #include <sstream>
 
 #include "codegen.h"
@@ -337,6 +338,27 @@ std::string rows_kernel_name(int stage, bool shared, bool vec) {
     return cat("scanc_rows_", shared ? "shared_" : "", vec ? "vec_" : "", stage);
 }
 
+ReachableKernels reachable_kernels(const Stage& stage, const Tuning& tuning) {
+    ReachableKernels r;
+    const Shape& shape = stage_shape(stage);
+    for (const Size& s : shape)
+        if (s.constant() == 0) return r;  // never launched: nothing to settle
+    bool single = true, many = false;  // whether the inner extent can be 1, and more than 1
+    for (std::size_t j = static_cast<std::size_t>(stage.dim) + 1; j < shape.size(); ++j) {
+        std::optional<std::int64_t> c = shape[j].constant();
+        many = many || !c || *c > 1;
+        single = single && (!c || *c == 1);
+    }
+    const std::optional<std::int64_t> len = shape[static_cast<std::size_t>(stage.dim)].constant();
+    const std::int64_t resident_len = 32 * std::int64_t{tuning.res_items}, group_len = resident_len / 2;
+    r.cols = many;
+    r.rows = single && (!len || *len > resident_len);
+    const bool resident = single && (!len || *len <= resident_len);
+    r.resident = resident && (!tuning.res_groups || !len || *len > group_len);
+    r.resident_groups = resident && tuning.res_groups && (!len || *len <= group_len);
+    return r;
+}
+
 std::string resident_kernel_name(int stage, bool groups) {
     return cat("scanc_resident_", groups ? "groups_" : "", stage);
 }
@@ -360,18 +382,22 @@ std::string generate_source(const Plan& plan, int cc, const Layout& layout) {
         emitter.emit();
         std::string k = cat("K", s.id);
         if (s.is_scan) {
+            const ReachableKernels reach = reachable_kernels(s, tuning);
             for (bool vec : {false, true})
                 for (bool shared : {false, true})
-                    if (!vec || emitter.vectorizable())
+                    if (reach.rows && (!vec || emitter.vectorizable()))
                         entry(tuning.row_threads, shared ? tuning.shared_rows_min_blocks() : tuning.min_blocks,
                               rows_kernel_name(s.id, shared, vec), k,
                               cat("scan_rows<", k, ", ", shared ? "true" : "false", ", ", vec ? "true" : "false", ">"));
-            entry(tuning.res_threads, tuning.res_min_blocks, resident_kernel_name(s.id, false), k,
-                  cat("scan_rows_resident_groups<", k, ", 5>"));
-            if (tuning.res_groups)
+            if (reach.resident)
+                entry(tuning.res_threads, tuning.res_min_blocks, resident_kernel_name(s.id, false), k,
+                      cat("scan_rows_resident_groups<", k, ", 5>"));
+            if (reach.resident_groups)
                 entry(tuning.res_threads, tuning.res_min_blocks, resident_kernel_name(s.id, true), k,
                       cat("scan_rows_resident_groups<", k, ", -1>"));
-            entry(tuning.col_warps * 32, tuning.cols_min_blocks(), cat("scanc_cols_", s.id), k, cat("scan_cols<", k, ">"));
+            if (reach.cols)
+                entry(tuning.col_warps * 32, tuning.cols_min_blocks(), cat("scanc_cols_", s.id), k,
+                      cat("scan_cols<", k, ">"));
         } else {
             entry(tuning.map_threads, 1, cat("scanc_map_", s.id), k, cat("map_kernel<", k, ">"));
         }
