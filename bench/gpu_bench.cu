@@ -179,7 +179,8 @@ int first_launch(bool sum) {
     std::printf("first-launch (%s): gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
                 "(of which compile-or-load %.1f ms, %.1f ms of CPU; compiles %d, disk hits %d; load %.1f)%s\n",
                 sum ? "sum" : "affine", ok, init * 1e3, to_launch * 1e3, to_compiled * 1e3, compile_cpu * 1e3,
-                stats.compiles, stats.disk_hits, load_average(), stats.compiles ? slowest_kernel_note(stats).c_str() : "");
+                stats.compiles, stats.disk_hits, load_average(),
+                stats.compiles ? slowest_kernel_note(stats).c_str() : "");
     return 0;
 }
 
@@ -359,7 +360,8 @@ int size_sweep(const char* path, const RunOptions& opts, cudaStream_t s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc > 1 && std::string(argv[1]) == "--first-launch") return first_launch(argc > 2 && std::string(argv[2]) == "sum");
+    if (argc > 1 && std::string(argv[1]) == "--first-launch")
+        return first_launch(argc > 2 && std::string(argv[2]) == "sum");
     if (!cuda_available()) {
         std::printf("no GPU: %s\n", cuda_unavailable_reason().c_str());
         return 1;
@@ -387,8 +389,8 @@ int main(int argc, char** argv) {
     double second_compile = seconds_since(t), second_cpu = cpu_seconds() - cpu0;
     std::printf("compiles with a fresh cache: the process's first (sum dim 0, loads NVRTC) %.3f s (%.3f s of CPU%s), "
                 "a second (sum 1-D) %.3f s (%.3f s of CPU%s); load average %.1f before, %.1f now\n", first_compile,
-                first_cpu, first_note.c_str(), second_compile, second_cpu, slowest_kernel_note(cuda_cache_stats()).c_str(),
-                load, load_average());
+                first_cpu, first_note.c_str(), second_compile, second_cpu,
+                slowest_kernel_note(cuda_cache_stats()).c_str(), load, load_average());
 
     std::vector<Row> rows;
     auto bench = [&](const std::string& name, const CombineRef& combine, std::vector<std::int64_t> shape, int dim,

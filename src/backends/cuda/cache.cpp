@@ -144,7 +144,8 @@ const Modules& load_modules(const std::string& source, const std::string& arch, 
         std::vector<NvrtcOutput> outs = nvrtc_compile_entries(source, arch, key + ".cu", entries);
         ++stats.compiles;
         stats.last_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        auto slowest = std::max_element(outs.begin(), outs.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
+        auto slowest =
+            std::max_element(outs.begin(), outs.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
         if (slowest != outs.end()) {
             stats.slowest_seconds = slowest->seconds, stats.slowest_cpu_seconds = slowest->cpu_seconds;
             stats.slowest_kernel = loaded.names[slowest - outs.begin()];

@@ -321,7 +321,8 @@ private:
             for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
                           len, inner, chunks, groups, per_tile})
                 args.push_back(v);
-            if (fn != k.resident && fn != k.resident_groups && fn != k.cols && t.stamps) {  // after the look-back words (A, P copies)
+            // The stamps of look-back tiles, after the look-back words (A, P copies).
+            if (fn != k.resident && fn != k.resident_groups && fn != k.cols && t.stamps) {
                 stamps.emplace(status + static_cast<CUdeviceptr>(lookback_words * 8),
                                StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
             }

@@ -25,7 +25,8 @@ private:
         // rows_shared: the rows kernel for rows of one shared tile, several to a tile where they fit
         // (ScanParams::per_tile)
         CUfunction rows = nullptr, rows_shared = nullptr, resident = nullptr, cols = nullptr, map = nullptr;
-        // the resident kernel for rows in groups of lanes (null where the tuning has none)
+        // the resident kernel for rows in groups of lanes; this and any kernel the stage's shape
+        // cannot reach (reachable_kernels, codegen.h) are null where the program has none
         CUfunction resident_groups = nullptr;
         // the vector rows kernels (rows of whole, aligned vectors of four; null where the
         // module's layout class has none)
