@@ -124,6 +124,9 @@ TEST(CudaCodegen, EachKernelEntryCompilesAloneIntoCodeForThatKernelOnly) {
         for (std::size_t j = 0; j < names.size(); ++j)
             EXPECT_EQ(ptx.find(".entry " + names[j] + "(") != std::string::npos, i == j)
                 << "entry " << i << " (" << names[i] << "), kernel " << names[j];
+        // Each compile reports its own time: one thread's CPU time, within its wall time.
+        EXPECT_GT(parts[i].cpu_seconds, 0) << names[i];
+        EXPECT_LE(parts[i].cpu_seconds, parts[i].seconds + 0.01) << names[i];
     }
 }
 
