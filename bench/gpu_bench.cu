@@ -154,6 +154,25 @@ std::string slowest_kernel_note(const CudaCacheStats& s) {
     return buf;
 }
 
+// A compile, timed: wall and this process's CPU seconds, and the cache's note on its kernels
+// when it compiled (not when it found the program cached).
+struct TimedCompile {
+    std::unique_ptr<Executable> exe;
+    double seconds = 0, cpu = 0;
+    std::string note;
+};
+TimedCompile timed_compile(const ProgramRef& program) {
+    const int compiles = cuda_cache_stats().compiles;
+    TimedCompile t;
+    auto t0 = Clock::now();
+    double cpu0 = cpu_seconds();
+    t.exe = CudaBackend().compile(program);
+    t.seconds = seconds_since(t0), t.cpu = cpu_seconds() - cpu0;
+    CudaCacheStats stats = cuda_cache_stats();
+    if (stats.compiles > compiles) t.note = slowest_kernel_note(stats);
+    return t;
+}
+
 // A new process's first compile and launch: the affine program over (3, 1000, 7) along dim 1,
 // or (`sum`) the sum program over (1000, 7) along dim 0.
 int first_launch(bool sum) {
@@ -162,9 +181,8 @@ int first_launch(bool sum) {
     BENCH_CHECK(cudaFree(nullptr));  // creates the primary context
     double init = seconds_since(t0);
     auto t1 = Clock::now();
-    double cpu0 = cpu_seconds();
-    auto exe = CudaBackend().compile(sum ? scan_program(sum_combine(), 2, 0) : scan_program(affine_combine(), 3, 1));
-    double to_compiled = seconds_since(t1), compile_cpu = cpu_seconds() - cpu0;
+    TimedCompile compiled =
+        timed_compile(sum ? scan_program(sum_combine(), 2, 0) : scan_program(affine_combine(), 3, 1));
     std::vector<TensorView> in;
     if (sum) {
         in.push_back(device_view(device_random(1000 * 7, 1, -1, 1), {1000, 7}));
@@ -172,15 +190,14 @@ int first_launch(bool sum) {
         in.push_back(device_view(device_random(3 * 1000 * 7, 1, 0.5f, 1), {3, 1000, 7}));
         in.push_back(device_view(device_random(3 * 1000 * 7, 2, -1, 1), {3, 1000, 7}));
     }
-    auto out = exe->run(in);
+    auto out = compiled.exe->run(in);
     BENCH_CHECK(cudaDeviceSynchronize());
     double to_launch = seconds_since(t1);
     auto stats = cuda_cache_stats();
     std::printf("first-launch (%s): gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
                 "(of which compile-or-load %.1f ms, %.1f ms of CPU; compiles %d, disk hits %d; load %.1f)%s\n",
-                sum ? "sum" : "affine", ok, init * 1e3, to_launch * 1e3, to_compiled * 1e3, compile_cpu * 1e3,
-                stats.compiles, stats.disk_hits, load_average(),
-                stats.compiles ? slowest_kernel_note(stats).c_str() : "");
+                sum ? "sum" : "affine", ok, init * 1e3, to_launch * 1e3, compiled.seconds * 1e3, compiled.cpu * 1e3,
+                stats.compiles, stats.disk_hits, load_average(), compiled.note.c_str());
     return 0;
 }
 
@@ -373,24 +390,16 @@ int main(int argc, char** argv) {
     // The process's first compile (it loads NVRTC), before any device memory is held; a second
     // program compiles after the copy below has used 2 GB.
     double load = load_average();
-    auto t0 = Clock::now();
-    double cpu0 = cpu_seconds();
-    CudaBackend().compile(scan_program(sum_combine(), 2, 0));
-    double first_compile = seconds_since(t0), first_cpu = cpu_seconds() - cpu0;
-    std::string first_note = slowest_kernel_note(cuda_cache_stats());
+    const TimedCompile first = timed_compile(scan_program(sum_combine(), 2, 0));
     const long long big = 1ll << 28;
     double copy = copy_seconds(big, s);
     double copy_bw = 2.0 * big * 4 / copy;
     std::printf("device-to-device copy: %.0f GB/s (2^28 f32, read + write)\n", copy_bw / 1e9);
 
-    auto t = Clock::now();
-    cpu0 = cpu_seconds();
-    CudaBackend().compile(scan_program(sum_combine(), 1, 0));
-    double second_compile = seconds_since(t), second_cpu = cpu_seconds() - cpu0;
+    const TimedCompile second = timed_compile(scan_program(sum_combine(), 1, 0));
     std::printf("compiles with a fresh cache: the process's first (sum dim 0, loads NVRTC) %.3f s (%.3f s of CPU%s), "
-                "a second (sum 1-D) %.3f s (%.3f s of CPU%s); load average %.1f before, %.1f now\n", first_compile,
-                first_cpu, first_note.c_str(), second_compile, second_cpu,
-                slowest_kernel_note(cuda_cache_stats()).c_str(), load, load_average());
+                "a second (sum 1-D) %.3f s (%.3f s of CPU%s); load average %.1f before, %.1f now\n", first.seconds,
+                first.cpu, first.note.c_str(), second.seconds, second.cpu, second.note.c_str(), load, load_average());
 
     std::vector<Row> rows;
     auto bench = [&](const std::string& name, const CombineRef& combine, std::vector<std::int64_t> shape, int dim,
@@ -445,7 +454,7 @@ int main(int argc, char** argv) {
     }
     char head[256];
     std::snprintf(head, sizeof head, "copy ceiling %.0f GB/s; first compile %.3f s (a second program %.3f s)\n\n",
-                  copy_bw / 1e9, first_compile, second_compile);
+                  copy_bw / 1e9, first.seconds, second.seconds);
     std::printf("\n%s%s", head, table.c_str());
     if (argc > 1 && argv[1][0] != '-') {
         if (FILE* f = std::fopen(argv[1], "w")) {

@@ -267,14 +267,13 @@ private:
             int nw = stage_state_words(s);
             i64 chunks, groups = 1, per_tile = 1, status_words, lookback_words = 0, tile = 0;
             const Tuning& t = k.tuning;
-            if (inner == 1 && len <= 32 * i64{t.res_items}) {
+            if (inner == 1 && len <= t.resident_len()) {
                 // A row fits a warp's segment: a resident grid strides over the rows, one per
                 // group of 2^lw lanes (the fewest whose items hold it; scan_rows_resident_groups
                 // in kernels.cpp), no look-back. Whole warps have a kernel of their own.
                 smem = k.resident_smem;
                 chunks = 1;
-                int lw = 5;
-                while (k.resident_groups && lw > 0 && (i64{t.res_items} << (lw - 1)) >= len) --lw;
+                const int lw = t.resident_lane_bits(len);
                 const i64 per_block = i64{t.res_threads / 32} << (5 - lw);
                 const int per_sm = lw == 5 ? k.resident_per_sm : k.resident_groups_per_sm;
                 blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * per_sm);

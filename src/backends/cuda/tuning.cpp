@@ -138,7 +138,8 @@ void apply_overrides(Tuning& t, const std::string& env) {
 }  // namespace
 
 std::string Tuning::str() const {
-    return cat("rows ", row_threads, "x", row_items, " (scalar x", scalar_row_items(), ") w", row_window, " x", row_pcopies, " (one tile ",
+    return cat("rows ", row_threads, "x", row_items, " (scalar x", scalar_row_items(), ") w", row_window, " x", row_pcopies,
+               " (one tile ",
                row_threads, "x", shared_row_items(), " at ", shared_rows_min_blocks(), "), cols ", col_warps, "x",
                col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,

@@ -2,6 +2,7 @@
 // by sizes. A kernel's tuning is compiled into it and is part of the cache key.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace scanc::cuda {
@@ -50,6 +51,15 @@ struct Tuning {
     // Rows of at most 16 x res_items share a warp in lane groups (false: a warp each, as a
     // measurement of what the groups give).
     bool res_groups = true;
+    // The longest row the resident kernels take, and the lanes (2^lw) a row of `len` of them
+    // gets: the fewest whose res_items hold it, or 5 (a whole warp, scanc_resident_N) without
+    // lane groups. The executable launches by these and reachable_kernels prunes by them.
+    std::int64_t resident_len() const { return 32 * std::int64_t{res_items}; }
+    int resident_lane_bits(std::int64_t len) const {
+        int lw = 5;
+        while (res_groups && lw > 0 && (std::int64_t{res_items} << (lw - 1)) >= len) --lw;
+        return lw;
+    }
     // Tile ids from an atomic ticket instead of blockIdx.x (forward progress that does not rely
     // on blocks starting in index order; costs a round trip before a tile's loads).
     bool tickets = false;

@@ -350,12 +350,11 @@ ReachableKernels reachable_kernels(const Stage& stage, const Tuning& tuning) {
         single = single && (!c || *c == 1);
     }
     const std::optional<std::int64_t> len = shape[static_cast<std::size_t>(stage.dim)].constant();
-    const std::int64_t resident_len = 32 * std::int64_t{tuning.res_items}, group_len = resident_len / 2;
     r.cols = many;
-    r.rows = single && (!len || *len > resident_len);
-    const bool resident = single && (!len || *len <= resident_len);
-    r.resident = resident && (!tuning.res_groups || !len || *len > group_len);
-    r.resident_groups = resident && tuning.res_groups && (!len || *len <= group_len);
+    r.rows = single && (!len || *len > tuning.resident_len());
+    const bool resident = single && (!len || *len <= tuning.resident_len());
+    r.resident = resident && (!len || tuning.resident_lane_bits(*len) == 5);
+    r.resident_groups = resident && tuning.res_groups && (!len || tuning.resident_lane_bits(*len) < 5);
     return r;
 }
 
