@@ -3,8 +3,8 @@
 //   - scanc on each case, inputs and outputs on the device, as GB/s (inputs read once + outputs
 //     written once) and as a ratio to the copy;
 //   - CUB (InclusiveSum, a custom max, a float2 affine) on the 1-D cases;
-//   - compile time (fresh cache), and with --first-launch, the time a new process needs to its
-//     first launch (run it twice: cold, then with the disk cache warm).
+//   - a new program's compile and first run (fresh cache), and with --first-launch, the time a
+//     new process needs to its first result (run it twice: cold, then with the disk cache warm).
 // Prints a markdown table; `gpu_bench OUT.md` also writes it there. `gpu_bench --sweep T...`
 // times and checks a few cases under each tuning T (see sweep below); `gpu_bench --sizes F.csv`
 // times each case from 4096 to 2^28 elements for the plot (size_sweep below).
@@ -145,32 +145,47 @@ double copy_seconds(long long n, cudaStream_t s) {
     return t;
 }
 
-// The latest compile's wall time and its slowest kernel's (the kernels compile in parallel).
+// The latest whole compile's wall time and its slowest kernel's.
 std::string slowest_kernel_note(const CudaCacheStats& s) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "; NVRTC %.0f ms, slowest kernel %s %.0f ms (%.0f ms of CPU)",
+    std::snprintf(buf, sizeof buf, "; whole compile %.0f ms, slowest kernel %s %.0f ms (%.0f ms of CPU)",
                   s.last_compile_seconds * 1e3, s.slowest_kernel.c_str(), s.slowest_kernel_seconds * 1e3,
                   s.slowest_kernel_cpu_seconds * 1e3);
     return buf;
 }
 
-// A compile, timed: wall and this process's CPU seconds, and the cache's note on its kernels
-// when it compiled (not when it found the program cached).
-struct TimedCompile {
+// A program's compile and first run on `in`, timed to its first result (wall, and this
+// process's CPU seconds): a program compiles at its first run, the kernels that run launches
+// first. Then the wait for the program's other kernels, which compile in the background, and
+// the cache's note on the whole compile (none when the program came from a cache).
+struct TimedFirstRun {
     std::unique_ptr<Executable> exe;
-    double seconds = 0, cpu = 0;
+    double seconds = 0, cpu = 0, whole = 0;
     std::string note;
 };
-TimedCompile timed_compile(const ProgramRef& program) {
+TimedFirstRun timed_first_run(const ProgramRef& program, const std::vector<TensorView>& in) {
     const int compiles = cuda_cache_stats().compiles;
-    TimedCompile t;
+    TimedFirstRun t;
     auto t0 = Clock::now();
     double cpu0 = cpu_seconds();
     t.exe = CudaBackend().compile(program);
+    t.exe->run(in);
+    BENCH_CHECK(cudaDeviceSynchronize());
     t.seconds = seconds_since(t0), t.cpu = cpu_seconds() - cpu0;
+    cuda_finish_compiles();
     CudaCacheStats stats = cuda_cache_stats();
-    if (stats.compiles > compiles) t.note = slowest_kernel_note(stats);
+    if (stats.compiles > compiles) t.whole = stats.last_compile_seconds, t.note = slowest_kernel_note(stats);
     return t;
+}
+
+// time_median of a program's runs, after its first run and the background compiles it began:
+// the timed runs have the CPU to themselves.
+double time_runs(Executable& exe, const std::vector<TensorView>& in, const RunOptions& opts, cudaStream_t s,
+                 int reps = 15, int warmup = 3) {
+    exe.run(in, opts);
+    BENCH_CHECK(cudaStreamSynchronize(s));
+    cuda_finish_compiles();
+    return time_median([&](cudaStream_t) { exe.run(in, opts); }, s, reps, warmup);
 }
 
 // A new process's first compile and launch: the affine program over (3, 1000, 7) along dim 1,
@@ -180,9 +195,6 @@ int first_launch(bool sum) {
     bool ok = cuda_available();  // loads libcuda, cuInit
     BENCH_CHECK(cudaFree(nullptr));  // creates the primary context
     double init = seconds_since(t0);
-    auto t1 = Clock::now();
-    TimedCompile compiled =
-        timed_compile(sum ? scan_program(sum_combine(), 2, 0) : scan_program(affine_combine(), 3, 1));
     std::vector<TensorView> in;
     if (sum) {
         in.push_back(device_view(device_random(1000 * 7, 1, -1, 1), {1000, 7}));
@@ -190,14 +202,13 @@ int first_launch(bool sum) {
         in.push_back(device_view(device_random(3 * 1000 * 7, 1, 0.5f, 1), {3, 1000, 7}));
         in.push_back(device_view(device_random(3 * 1000 * 7, 2, -1, 1), {3, 1000, 7}));
     }
-    auto out = compiled.exe->run(in);
-    BENCH_CHECK(cudaDeviceSynchronize());
-    double to_launch = seconds_since(t1);
+    TimedFirstRun first =
+        timed_first_run(sum ? scan_program(sum_combine(), 2, 0) : scan_program(affine_combine(), 3, 1), in);
     auto stats = cuda_cache_stats();
     std::printf("first-launch (%s): gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
-                "(of which compile-or-load %.1f ms, %.1f ms of CPU; compiles %d, disk hits %d; load %.1f)%s\n",
-                sum ? "sum" : "affine", ok, init * 1e3, to_launch * 1e3, compiled.seconds * 1e3, compiled.cpu * 1e3,
-                stats.compiles, stats.disk_hits, load_average(), compiled.note.c_str());
+                "(%.1f ms of CPU; compiles %d, disk hits %d; load %.1f)%s\n",
+                sum ? "sum" : "affine", ok, init * 1e3, first.seconds * 1e3, first.cpu * 1e3, stats.compiles,
+                stats.disk_hits, load_average(), first.note.c_str());
     return 0;
 }
 
@@ -293,7 +304,7 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
             std::string cell;
             try {
                 auto exe = CudaBackend().compile(scan_program(c.c, static_cast<int>(c.shape.size()), c.dim));
-                double sec = time_median([&](cudaStream_t st) { exe->run(in, opts); }, s, 9, 2);
+                double sec = time_runs(*exe, in, opts, s, 9, 2);
                 std::vector<Tensor> out = exe->run(in, opts);
                 BENCH_CHECK(cudaStreamSynchronize(s));
                 std::vector<float> got = to_host(static_cast<const float*>(out[0].data()), n);
@@ -362,7 +373,7 @@ int size_sweep(const char* path, const RunOptions& opts, cudaStream_t s) {
                 bufs.push_back(device_random(n, 17 + i, leaves == 2 && i == 0 ? 0.5f : -1.0f, 1.0f));
                 in.push_back(device_view(bufs.back(), shape));
             }
-            row(c.name, n, 4.0 * n * (leaves + 1), time_median([&](cudaStream_t st) { exe->run(in, opts); }, s));
+            row(c.name, n, 4.0 * n * (leaves + 1), time_runs(*exe, in, opts, s));
             if (!c.inner) {  // CUB on the same 1-D data
                 double bytes = 0, sec = cub_on(*c.c, bufs, n, s, bytes);
                 row(leaves == 2 ? "CUB affine 1-D (float2)" : "CUB sum 1-D", n, bytes, sec);
@@ -387,19 +398,25 @@ int main(int argc, char** argv) {
     BENCH_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     RunOptions opts;
     opts.stream = s;
-    // The process's first compile (it loads NVRTC), before any device memory is held; a second
-    // program compiles after the copy below has used 2 GB.
+    // The process's first compile (it loads NVRTC) and run, before any device memory is held but
+    // the inputs; a second program's after the copy below has used 2 GB. Each first run
+    // launches one kernel (cols; vector rows), which compiles ahead of the program's others.
     double load = load_average();
-    const TimedCompile first = timed_compile(scan_program(sum_combine(), 2, 0));
+    float* cols_in = device_random(4096ll * 8192, 5, -1, 1);
+    const TimedFirstRun first = timed_first_run(scan_program(sum_combine(), 2, 0), {device_view(cols_in, {4096, 8192})});
+    cudaFree(cols_in);
     const long long big = 1ll << 28;
     double copy = copy_seconds(big, s);
     double copy_bw = 2.0 * big * 4 / copy;
     std::printf("device-to-device copy: %.0f GB/s (2^28 f32, read + write)\n", copy_bw / 1e9);
 
-    const TimedCompile second = timed_compile(scan_program(sum_combine(), 1, 0));
-    std::printf("compiles with a fresh cache: the process's first (sum dim 0, loads NVRTC) %.3f s (%.3f s of CPU%s), "
-                "a second (sum 1-D) %.3f s (%.3f s of CPU%s); load average %.1f before, %.1f now\n", first.seconds,
-                first.cpu, first.note.c_str(), second.seconds, second.cpu, second.note.c_str(), load, load_average());
+    float* rows_in = device_random(1 << 20, 6, -1, 1);
+    const TimedFirstRun second = timed_first_run(scan_program(sum_combine(), 1, 0), {device_view(rows_in, {1 << 20})});
+    cudaFree(rows_in);
+    std::printf("new programs with a fresh cache, compile + first run: the process's first (sum 4096x8192 dim 0, "
+                "loads NVRTC) %.3f s (%.3f s of CPU%s), a second (sum 1-D 2^20) %.3f s (%.3f s of CPU%s); load "
+                "average %.1f before, %.1f now\n", first.seconds, first.cpu, first.note.c_str(), second.seconds,
+                second.cpu, second.note.c_str(), load, load_average());
 
     std::vector<Row> rows;
     auto bench = [&](const std::string& name, const CombineRef& combine, std::vector<std::int64_t> shape, int dim,
@@ -414,7 +431,7 @@ int main(int argc, char** argv) {
             bufs.push_back(device_random(n, 17 + i, coefficient ? 0.5f : -1.0f, 1.0f));
             in.push_back(device_view(bufs.back(), shape));
         }
-        double sec = time_median([&](cudaStream_t st) { exe->run(in, opts); }, s);
+        double sec = time_runs(*exe, in, opts, s);
         Row r{name, 4.0 * n * (combine->num_leaves() + 1), sec, 0, 0, target};
         if (shape.size() == 1) r.cub_seconds = cub_on(*combine, bufs, n, s, r.cub_bytes);  // CUB, same data
         for (float* p : bufs) cudaFree(p);
@@ -453,8 +470,10 @@ int main(int argc, char** argv) {
         table += line;
     }
     char head[256];
-    std::snprintf(head, sizeof head, "copy ceiling %.0f GB/s; first compile %.3f s (a second program %.3f s)\n\n",
-                  copy_bw / 1e9, first.seconds, second.seconds);
+    std::snprintf(head, sizeof head,
+                  "copy ceiling %.0f GB/s; a new program's compile + first run %.3f s (whole compile %.3f s), a "
+                  "second program's %.3f s (%.3f s)\n\n",
+                  copy_bw / 1e9, first.seconds, first.whole, second.seconds, second.whole);
     std::printf("\n%s%s", head, table.c_str());
     if (argc > 1 && argv[1][0] != '-') {
         if (FILE* f = std::fopen(argv[1], "w")) {

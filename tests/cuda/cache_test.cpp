@@ -2,8 +2,11 @@
 // SCANC_CACHE_DIR, and the source beside them for reading.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "cache.h"
+#include "codegen/codegen.h"
 #include "gpu_test_util.h"
 
 namespace scanc {
@@ -39,6 +42,23 @@ TEST(CudaCache, PackedBinariesComeBackWholeAndATornFileComesBackAsNone) {
     EXPECT_TRUE(cuda::unpack_binaries("", 3).empty());                          // missing
 }
 
+// The number of kernels a cached program's binaries hold, read back from the disk cache (its
+// .cubins and the source beside it), or -1 unless the folder holds exactly one program.
+int kernels_on_disk(const fs::path& dir) {
+    std::vector<fs::path> cubins;
+    for (auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".cubins") cubins.push_back(e.path());
+    if (cubins.size() != 1) return -1;
+    auto read = [](const fs::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    fs::path source = cubins[0];
+    source.replace_extension(".cu");
+    const int entries = static_cast<int>(cuda::kernel_entry_names(read(source)).size());
+    return static_cast<int>(cuda::unpack_binaries(read(cubins[0]), entries).size());
+}
+
 TEST(CudaCache, OneProgramOverTwentyShapesCompilesOnce) {
     SKIP_WITHOUT_GPU();
     fs::path dir = fresh_cache_dir();
@@ -49,34 +69,94 @@ program p(a: f32[B, L, D], b: f32[B, L, D]) { (_, h) = scan affine(a, b) dim=1
 )");
     auto before = cuda_cache_stats();
     auto exe = CudaBackend().compile(program);
+    auto reference = ReferenceBackend().compile(program);
     auto after_compile = cuda_cache_stats();
     EXPECT_EQ(after_compile.compiles - before.compiles, 1);
-    // The compile's timing names one of its kernels, which took no longer than the whole compile.
-    EXPECT_EQ(after_compile.slowest_kernel.rfind("scanc_", 0), 0u) << after_compile.slowest_kernel;
-    EXPECT_GT(after_compile.slowest_kernel_seconds, 0);
-    EXPECT_LE(after_compile.slowest_kernel_seconds, after_compile.last_compile_seconds);
+    // The shapes take rows and cols kernels alike: those the first run did not launch are still
+    // compiling in the background when the next runs ask for them.
     std::mt19937_64 rng(7);
     for (int i = 0; i < 20; ++i) {
         std::int64_t b = 1 + i % 3, l = 1 + 397 * i, d = 1 + (i * 7) % 40;
-        std::vector<Tensor> in = {cuda_test::random_tensor(DType::F32, {b, l, d}, rng),
-                                  cuda_test::random_tensor(DType::F32, {b, l, d}, rng)};
-        exe->run(cuda_test::views(in));
+        std::vector<Tensor> in = {cuda_test::random_tensor(DType::F32, {b, l, d}, rng, {false, 0.5, 1}),
+                                  cuda_test::random_tensor(DType::F32, {b, l, d}, rng, {false, -1, 1})};
+        auto got = exe->run(cuda_test::views(in));
+        auto want = reference->run(cuda_test::views(in));
+        EXPECT_TRUE(cuda_test::close(got[0], want[0], 1e-4, 1e-4)) << b << "x" << l << "x" << d;
     }
+    cuda_finish_compiles();
     auto after_runs = cuda_cache_stats();
     EXPECT_EQ(after_runs.compiles, after_compile.compiles);
     EXPECT_EQ(after_runs.disk_hits, after_compile.disk_hits);
-    int cubins = 0, sources = 0;
-    for (auto& e : fs::directory_iterator(dir)) {
-        cubins += e.path().extension() == ".cubins";
-        sources += e.path().extension() == ".cu";
-    }
-    EXPECT_EQ(cubins, 1);
-    EXPECT_EQ(sources, 1);
-    // A second executable of the same program finds the loaded module.
+    // The compile's timing names one of its kernels, which took no longer than the whole compile.
+    EXPECT_EQ(after_runs.slowest_kernel.rfind("scanc_", 0), 0u) << after_runs.slowest_kernel;
+    EXPECT_GT(after_runs.slowest_kernel_seconds, 0);
+    EXPECT_LE(after_runs.slowest_kernel_seconds, after_runs.last_compile_seconds);
+    // One program on disk, every kernel of it, with its source beside it.
+    EXPECT_GE(kernels_on_disk(dir), 4);
+    // A second executable of the same program finds it loaded.
     CudaBackend().compile(program);
     EXPECT_EQ(cuda_cache_stats().compiles, after_compile.compiles);
     fs::remove_all(dir);
     unsetenv("SCANC_CACHE_DIR");
+}
+
+TEST(CudaCache, ABackgroundCompileWritesWhereTheCacheFolderWasWhenItBegan) {
+    SKIP_WITHOUT_GPU();
+    fs::path began = fresh_cache_dir();
+    auto program = cuda_test::parse_program(R"(
+combine add(a | b) { return a + b }
+program moves_its_cache_folder(x: f32[N]) { y = scan add(x) dim=0
+  return y }
+)");  // a name no other test uses: its source is new to this process's module cache
+    std::mt19937_64 rng(5);
+    std::vector<Tensor> in = {cuda_test::random_tensor(DType::F32, {1000}, rng)};
+    CudaBackend().compile(program)->run(cuda_test::views(in));  // the other kernels compile on
+    fs::path later = began;
+    later += "-later";
+    fs::remove_all(later);
+    setenv("SCANC_CACHE_DIR", later.c_str(), 1);
+    cuda_finish_compiles();
+    EXPECT_GE(kernels_on_disk(began), 4);
+    EXPECT_FALSE(fs::exists(later));
+    fs::remove_all(began);
+    unsetenv("SCANC_CACHE_DIR");
+}
+
+TEST(CudaCache, AProcessThatExitsRightAfterItsFirstRunLeavesTheWholeProgramOnDisk) {
+    // The first run waits for the kernel it launches only; the exit waits for the others, so the
+    // next process finds the whole program on disk. The child (a new process running this test)
+    // shares the parent's cache folder.
+    SKIP_WITHOUT_GPU();
+    const char* inherited = std::getenv("SCANC_TEST_SHARED_CACHE");
+    fs::path dir = inherited ? fs::path(inherited) : fresh_cache_dir();
+    setenv("SCANC_TEST_SHARED_CACHE", dir.c_str(), 1);
+    setenv("SCANC_CACHE_DIR", dir.c_str(), 1);
+    auto program = cuda_test::parse_program(R"(
+combine add(a | b) { return a + b }
+program exits_after_its_first_run(x: f32[N, T]) { y = scan add(x) dim=1
+  return y }
+)");  // a name no other test uses: the parent has not compiled it
+    GTEST_FLAG_SET(death_test_style, "threadsafe");  // a new process: CUDA does not survive fork()
+    EXPECT_EXIT(
+        {
+            std::mt19937_64 rng(3);
+            std::vector<Tensor> in = {cuda_test::random_tensor(DType::F32, {3, 1000}, rng)};
+            CudaBackend().compile(program)->run(cuda_test::views(in));
+            std::exit(0);
+        },
+        ::testing::ExitedWithCode(0), "");
+    auto plan = cuda::make_plan(program);
+    const int kernels = static_cast<int>(
+        cuda::kernel_entry_names(cuda::generate_source(plan, 90, cuda::contiguous_layout(plan))).size());
+    EXPECT_GE(kernels, 4);
+    EXPECT_EQ(kernels_on_disk(dir), kernels);
+    auto before = cuda_cache_stats();
+    CudaBackend().compile(program);
+    EXPECT_EQ(cuda_cache_stats().disk_hits - before.disk_hits, 1);
+    EXPECT_EQ(cuda_cache_stats().compiles, before.compiles);
+    fs::remove_all(dir);
+    unsetenv("SCANC_CACHE_DIR");
+    unsetenv("SCANC_TEST_SHARED_CACHE");
 }
 
 TEST(CudaCache, RowsWithOtherStridesCompileOneMoreLayoutClassOnce) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <numeric>
 #include <regex>
 
 #include "codegen/codegen.h"
@@ -117,7 +118,9 @@ TEST(CudaCodegen, EachKernelEntryCompilesAloneIntoCodeForThatKernelOnly) {
         names.push_back((*it)[1]);
     ASSERT_GE(names.size(), 4u);
     ASSERT_EQ(cuda::kernel_entry_names(source), names);
-    auto parts = cuda::nvrtc_compile_entries(source, "compute_90", "mamba.cu", static_cast<int>(names.size()));
+    std::vector<int> entries(names.size());
+    std::iota(entries.begin(), entries.end(), 0);
+    auto parts = cuda::nvrtc_compile_entries(source, "compute_90", "mamba.cu", entries);
     ASSERT_EQ(parts.size(), names.size());
     for (std::size_t i = 0; i < parts.size(); ++i) {
         std::string ptx(parts[i].binary.begin(), parts[i].binary.end());

@@ -17,6 +17,8 @@
 //   - An Executable runs launches in order on one stream at a time: a run on a different stream
 //     first waits for the previous one (the look-back state is per Executable).
 //   - Compiled binaries are cached in memory and in $SCANC_CACHE_DIR (default ~/.cache/scanc).
+//     A program compiles once, at its first run: the kernels that run launches first (it waits
+//     for those only), then the program's others on background threads.
 #pragma once
 
 #include <string>
@@ -29,8 +31,9 @@ namespace scanc {
 class CudaBackend : public Backend {
 public:
     std::string name() const override { return "cuda"; }
-    // Plans, generates and compiles (or loads from the cache) the program's kernels for the
-    // arch of device 0. RuntimeError when there is no GPU or no NVRTC.
+    // Plans and generates the program's kernels for the arch of device 0, or finds them in the
+    // cache; they compile (NVRTC) at the first run, the ones it launches first, the others in
+    // the background (cuda_finish_compiles). RuntimeError when there is no GPU or no NVRTC.
     std::unique_ptr<Executable> compile(const ProgramRef& program) override;
 };
 
@@ -57,14 +60,20 @@ std::string cuda_nvrtc_unavailable_reason();
 
 // Counters of the kernel cache, for tests and benchmarks.
 struct CudaCacheStats {
-    int compiles = 0;
-    int disk_hits = 0;
-    int memory_hits = 0;
-    // The latest compile: its wall time, and its slowest kernel's name, wall and CPU time (the
-    // kernels compile in parallel, so a first compile takes about that kernel's time).
+    int compiles = 0;     // programs compiled (each once, however many kernels and shapes)
+    int disk_hits = 0;    // programs read from the disk cache
+    int memory_hits = 0;  // programs found in this process
+    // The latest compile to finish all its kernels: its wall time from the first kernel's start
+    // to the last one's end, and its slowest kernel's name, wall and CPU time.
     double last_compile_seconds = 0, slowest_kernel_seconds = 0, slowest_kernel_cpu_seconds = 0;
     std::string slowest_kernel;
 };
 CudaCacheStats cuda_cache_stats();
+
+// Waits until no kernel compiles in the background. A program compiles at its first run: the
+// kernels that run needs first, the program's others after it on background threads (the
+// process's exit waits for them, so the disk cache receives whole programs). For benchmarks
+// that time a whole compile, and before measuring anything the CPU should have to itself.
+void cuda_finish_compiles();
 
 }  // namespace scanc

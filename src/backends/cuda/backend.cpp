@@ -74,4 +74,6 @@ CudaCacheStats cuda_cache_stats() {
             s.slowest_kernel};
 }
 
+void cuda_finish_compiles() { cuda::finish_compiles(); }
+
 }  // namespace scanc

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include "codegen/codegen.h"
@@ -25,9 +28,10 @@ namespace scanc::cuda {
 
 namespace {
 
-std::mutex mu;
+using Clock = std::chrono::steady_clock;
+
+std::mutex mu;  // the maps below and the stats
 CacheStats stats;
-std::map<std::pair<std::string, int>, Modules> modules;
 
 std::string hash_key(const std::string& source, const std::string& arch) {
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a, 64-bit
@@ -76,20 +80,6 @@ std::string cache_dir() {
     return "/tmp/scanc-cache";
 }
 
-CUfunction Modules::function(const std::string& name) const {
-    CUfunction f = find(name);
-    if (!f) throw RuntimeError(cat("CUDA: no kernel `", name, "` in the compiled program"));
-    return f;
-}
-
-CUfunction Modules::find(const std::string& name) const {
-    auto it = std::find(names.begin(), names.end(), name);
-    if (it == names.end()) return nullptr;
-    CUfunction f = nullptr;
-    SCANC_CU(cuModuleGetFunction, &f, parts[it - names.begin()], name.c_str());
-    return f;
-}
-
 std::string pack_binaries(const std::vector<NvrtcOutput>& outs) {
     std::string packed;
     for (const NvrtcOutput& o : outs) {
@@ -115,55 +105,284 @@ std::vector<std::string> unpack_binaries(const std::string& packed, int entries)
     return parts;
 }
 
-const Modules& load_modules(const std::string& source, const std::string& arch, int device) {
-    std::string key = hash_key(source, arch);
-    std::lock_guard lock(mu);
-    if (auto it = modules.find({key, device}); it != modules.end()) {
-        ++stats.memory_hits;
-        return it->second;
+// One program's kernel binaries: compiled entry by entry, the entries a launch asks for by the
+// asking thread, the others by the background pool; or read whole from the disk cache.
+struct Compilation : std::enable_shared_from_this<Compilation> {
+    enum class State { queued, compiling, done };
+
+    Compilation(std::string source_, std::string arch_, std::string key_)
+        : source(std::move(source_)), arch(std::move(arch_)), key(std::move(key_)),
+          names(kernel_entry_names(source)), state(names.size(), State::queued), outs(names.size()),
+          errors(names.size()), left(static_cast<int>(names.size())) {}
+
+    // Takes binaries read from the disk cache: nothing left to compile.
+    void take_cached(std::vector<std::string> binaries) {
+        for (std::size_t i = 0; i < binaries.size(); ++i) {
+            outs[i].binary.assign(binaries[i].begin(), binaries[i].end());
+            state[i] = State::done;
+        }
+        left = 0;
+        from_disk = handed_over = true;
     }
-    Modules loaded;
-    loaded.names = kernel_entry_names(source);
-    int entries = static_cast<int>(loaded.names.size());
-    std::filesystem::path file = std::filesystem::path(cache_dir()) / (key + ".cubins");
-    auto load_all = [&](const std::vector<std::string>& binaries) {
-        for (const std::string& b : binaries) {
-            CUmodule m = nullptr;
-            if (driver().cuModuleLoadData(&m, b.data()) != CUDA_SUCCESS) return false;
-            loaded.parts.push_back(m);
-        }
-        return true;
-    };
-    std::vector<std::string> cached = unpack_binaries(read_file(file), entries);
-    if (!cached.empty() && load_all(cached)) {
-        ++stats.disk_hits;
-    } else {
-        for (CUmodule m : loaded.parts) driver().cuModuleUnload(m);
-        loaded.parts.clear();
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<NvrtcOutput> outs = nvrtc_compile_entries(source, arch, key + ".cu", entries);
-        ++stats.compiles;
-        stats.last_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        auto slowest =
-            std::max_element(outs.begin(), outs.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
-        if (slowest != outs.end()) {
-            stats.slowest_seconds = slowest->seconds, stats.slowest_cpu_seconds = slowest->cpu_seconds;
-            stats.slowest_kernel = loaded.names[slowest - outs.begin()];
-        }
-        for (const NvrtcOutput& o : outs) {
-            CUmodule m = nullptr;
-            SCANC_CU(cuModuleLoadData, &m, o.binary.data());
-            loaded.parts.push_back(m);
-        }
-        std::string packed = pack_binaries(outs);
-        write_file(file, packed.data(), packed.size());
-        auto src = file;
-        src.replace_extension(".cu");
-        write_file(src, source.data(), source.size());
+
+    // The binaries of `entries`: compiles those no one has begun (in parallel, on this thread and
+    // others), waits for those begun elsewhere, then hands the rest to the background pool.
+    std::vector<std::string> binaries(const std::vector<int>& entries);
+
+    // The next queued entry, marked as compiling; -1 when none is queued.
+    int claim_next() {
+        std::lock_guard lock(mu);
+        for (std::size_t i = 0; i < state.size(); ++i)
+            if (state[i] == State::queued) return begin(static_cast<int>(i)), static_cast<int>(i);
+        return -1;
     }
-    return modules.emplace(std::pair{key, device}, std::move(loaded)).first->second;
+
+    // Records entry i's binary or error; the last entry to finish writes the disk cache.
+    void finish(int i, NvrtcOutput out, std::exception_ptr error);
+
+    const std::string source, arch, key;
+    const std::vector<std::string> names;  // the kernel of each entry
+    // Where the binaries go: the cache folder as it was when the compilation began.
+    const std::filesystem::path file = std::filesystem::path(cache_dir()) / (key + ".cubins");
+    bool from_disk = false;
+
+private:
+    void begin(int i) {  // with mu held
+        state[i] = State::compiling;
+        if (!started) started = true, start = Clock::now();
+    }
+    void complete();  // all entries done, none failed
+
+    std::mutex mu;
+    std::condition_variable done_cv;
+    std::vector<State> state;
+    std::vector<NvrtcOutput> outs;
+    std::vector<std::exception_ptr> errors;
+    int left;                  // entries not done
+    bool handed_over = false;  // the rest is the pool's
+    bool started = false;
+    Clock::time_point start;
+};
+
+namespace {
+
+// Threads that compile the kernels no launch has asked for yet, a program at a time in the
+// order handed over. The pool drains its queue before its threads end, so a process's exit
+// waits for the programs it began and the disk cache receives them.
+class BackgroundCompiles {
+public:
+    void add(std::shared_ptr<Compilation> c) {
+        std::lock_guard lock(mu_);
+        queue_.push_back(std::move(c));
+        if (threads_.empty()) {
+            int n = std::max(static_cast<int>(std::thread::hardware_concurrency()), 1);
+            for (int t = 0; t < n; ++t) threads_.emplace_back([this] { work(); });
+        }
+        wake_.notify_all();
+    }
+
+    void wait_idle() {
+        std::unique_lock lock(mu_);
+        idle_.wait(lock, [&] { return queue_.empty() && busy_ == 0; });
+    }
+
+    ~BackgroundCompiles() {
+        {
+            std::lock_guard lock(mu_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread& t : threads_) t.join();
+    }
+
+private:
+    void work() {
+        std::unique_lock lock(mu_);
+        for (;;) {
+            wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+            if (queue_.empty()) return;  // stopping, and nothing left
+            std::shared_ptr<Compilation> c = queue_.front();
+            int i = c->claim_next();
+            if (i < 0) {  // every entry begun: the next program
+                queue_.pop_front();
+                if (queue_.empty() && busy_ == 0) idle_.notify_all();
+                continue;
+            }
+            ++busy_;
+            lock.unlock();
+            NvrtcOutput out;
+            std::exception_ptr error;
+            try {
+                out = nvrtc_compile(c->source, c->arch, c->key + ".cu", i);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            c->finish(i, std::move(out), error);
+            lock.lock();
+            if (--busy_ == 0 && queue_.empty()) idle_.notify_all();
+        }
+    }
+
+    std::mutex mu_;
+    std::condition_variable wake_, idle_;
+    std::deque<std::shared_ptr<Compilation>> queue_;
+    std::vector<std::thread> threads_;
+    int busy_ = 0;
+    bool stop_ = false;
+};
+
+BackgroundCompiles& background() {
+    // NVRTC's own statics are built first, so that the exit destroys (and so joins) the pool
+    // before them.
+    nvrtc_available();
+    static BackgroundCompiles pool;
+    return pool;
 }
 
+// Programs by key (their binaries serve every device), and their kernels per device.
+std::map<std::string, std::shared_ptr<Compilation>> compilations;
+std::map<std::pair<std::string, int>, std::unique_ptr<ProgramKernels>> programs;
+
+// A new compilation in place of `damaged`, whose cached binaries the driver refused: counted as
+// a compile, and the one later devices find.
+std::shared_ptr<Compilation> recompile(const Compilation& damaged) {
+    std::lock_guard lock(mu);
+    ++stats.compiles;
+    return compilations[damaged.key] = std::make_shared<Compilation>(damaged.source, damaged.arch, damaged.key);
+}
+
+}  // namespace
+
+std::vector<std::string> Compilation::binaries(const std::vector<int>& entries) {
+    std::vector<int> mine;
+    {
+        std::lock_guard lock(mu);
+        for (int i : entries)
+            if (state[i] == State::queued) begin(i), mine.push_back(i);
+    }
+    if (!mine.empty()) {
+        std::vector<NvrtcOutput> compiled;
+        std::exception_ptr error;
+        try {
+            compiled = nvrtc_compile_entries(source, arch, key + ".cu", mine);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        for (std::size_t k = 0; k < mine.size(); ++k)
+            finish(mine[k], error ? NvrtcOutput{} : std::move(compiled[k]), error);
+    }
+    std::unique_lock lock(mu);
+    done_cv.wait(lock, [&] {
+        return std::all_of(entries.begin(), entries.end(), [&](int i) { return state[i] == State::done; });
+    });
+    std::vector<std::string> out;
+    for (int i : entries) {
+        if (errors[i]) std::rethrow_exception(errors[i]);
+        out.emplace_back(outs[i].binary.begin(), outs[i].binary.end());
+    }
+    if (!handed_over && left > 0) {
+        handed_over = true;
+        lock.unlock();
+        background().add(shared_from_this());
+    }
+    return out;
+}
+
+void Compilation::finish(int i, NvrtcOutput out, std::exception_ptr error) {
+    bool all_done;
+    {
+        std::lock_guard lock(mu);
+        outs[i] = std::move(out);
+        errors[i] = error;
+        state[i] = State::done;
+        all_done = --left == 0 && std::none_of(errors.begin(), errors.end(), [](auto& e) { return bool(e); });
+    }
+    done_cv.notify_all();
+    if (all_done) complete();  // no entry changes any more: outs is read without the lock
+}
+
+void Compilation::complete() {
+    auto slowest = std::max_element(outs.begin(), outs.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
+    {
+        std::lock_guard lock(cuda::mu);
+        stats.last_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        if (slowest != outs.end()) {
+            stats.slowest_seconds = slowest->seconds, stats.slowest_cpu_seconds = slowest->cpu_seconds;
+            stats.slowest_kernel = names[slowest - outs.begin()];
+        }
+    }
+    std::string packed = pack_binaries(outs);
+    write_file(file, packed.data(), packed.size());
+    auto src = file;
+    src.replace_extension(".cu");
+    write_file(src, source.data(), source.size());
+}
+
+ProgramKernels::ProgramKernels(std::shared_ptr<Compilation> compilation, int device)
+    : compilation_(std::move(compilation)), device_(device), modules_(compilation_->names.size(), nullptr) {}
+
+bool ProgramKernels::has(const std::string& name) const {
+    const auto& names = compilation_->names;
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::vector<CUfunction> ProgramKernels::load(const std::vector<std::string>& names) {
+    std::lock_guard lock(mu_);
+    const std::vector<std::string>& all = compilation_->names;
+    std::vector<int> entries(names.size(), -1), missing;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        auto it = std::find(all.begin(), all.end(), names[k]);
+        if (it == all.end()) continue;
+        entries[k] = static_cast<int>(it - all.begin());
+        if (!modules_[entries[k]] && std::find(missing.begin(), missing.end(), entries[k]) == missing.end())
+            missing.push_back(entries[k]);
+    }
+    for (bool loaded = missing.empty(); !loaded;) {
+        std::vector<std::string> binaries = compilation_->binaries(missing);
+        loaded = true;
+        for (std::size_t k = 0; k < missing.size() && loaded; ++k) {
+            CUresult r = driver().cuModuleLoadData(&modules_[missing[k]], binaries[k].data());
+            if (r == CUDA_SUCCESS) continue;
+            if (!compilation_->from_disk) check(r, "cuModuleLoadData");
+            // A cached binary the driver refuses (damaged on disk): the program compiles again.
+            compilation_ = recompile(*compilation_);
+            for (CUmodule& m : modules_)
+                if (m) driver().cuModuleUnload(m), m = nullptr;
+            loaded = false;
+        }
+    }
+    std::vector<CUfunction> fns(names.size(), nullptr);
+    for (std::size_t k = 0; k < names.size(); ++k)
+        if (entries[k] >= 0) SCANC_CU(cuModuleGetFunction, &fns[k], modules_[entries[k]], names[k].c_str());
+    return fns;
+}
+
+ProgramKernels& program_kernels(const std::string& source, const std::string& arch, int device) {
+    std::string key = hash_key(source, arch);
+    std::lock_guard lock(mu);
+    if (auto it = programs.find({key, device}); it != programs.end()) {
+        ++stats.memory_hits;
+        return *it->second;
+    }
+    std::shared_ptr<Compilation>& c = compilations[key];
+    if (c) {
+        ++stats.memory_hits;  // another device's
+    } else {
+        c = std::make_shared<Compilation>(source, arch, key);
+        auto cached = unpack_binaries(read_file(c->file), static_cast<int>(c->names.size()));
+        if (!cached.empty()) {
+            c->take_cached(std::move(cached));
+            ++stats.disk_hits;
+        } else {
+            ++stats.compiles;  // it begins at the first launch
+        }
+    }
+    auto& slot = programs[{key, device}];
+    slot = std::make_unique<ProgramKernels>(c, device);
+    return *slot;
+}
+
+void finish_compiles() { background().wait_idle(); }
 CacheStats cache_stats() {
     std::lock_guard lock(mu);
     return stats;

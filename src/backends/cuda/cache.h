@@ -8,6 +8,8 @@
 
 #include <cuda.h>
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,30 +18,46 @@
 namespace scanc::cuda {
 
 struct CacheStats {
-    int compiles = 0;     // NVRTC compilations
-    int disk_hits = 0;    // binaries read from the disk cache
-    int memory_hits = 0;  // modules found loaded
-    // The latest compile: its wall time, and its slowest kernel entry's name, wall and CPU time
-    // (a first compile takes about that kernel's time; more means the compiles contended).
+    int compiles = 0;     // programs compiled by NVRTC (each once, however many kernels)
+    int disk_hits = 0;    // programs whose binaries were read from the disk cache
+    int memory_hits = 0;  // programs found in this process already
+    // The latest compile to finish all its kernels: its wall time from the first kernel's start
+    // to the last one's end, and its slowest kernel's name, wall and CPU time.
     double last_seconds = 0, slowest_seconds = 0, slowest_cpu_seconds = 0;
     std::string slowest_kernel;
 };
 
-// A generated program's kernels: one module per kernel entry, compiled in parallel
-// (nvrtc_compile_entries).
-struct Modules {
-    std::vector<CUmodule> parts;
-    std::vector<std::string> names;  // the kernel in each part
-    // The kernel `name`; RuntimeError when no part has it.
-    CUfunction function(const std::string& name) const;
-    // The kernel `name`, or null when the program has none (reachable_kernels left it out).
-    CUfunction find(const std::string& name) const;
+struct Compilation;  // one program's binaries, shared by the devices (cache.cpp)
+
+// A generated program's kernels on one device. Nothing compiles until a launch asks for
+// kernels: those compile first (in parallel, one NVRTC program each), then the program's others
+// in the background, so a first launch waits for its own kernels only. It is still one
+// compilation per program: each kernel compiles once, and the disk cache receives them all
+// together when the last is done.
+class ProgramKernels {
+public:
+    ProgramKernels(std::shared_ptr<Compilation> compilation, int device);
+    // The kernels `names` loaded on the device (its context current), compiled first where they
+    // are not yet; null for a name the program lacks (reachable_kernels left it out).
+    // RuntimeError with the NVRTC log or the driver's error.
+    std::vector<CUfunction> load(const std::vector<std::string>& names);
+    // Whether the program has kernel `name` (compiles nothing).
+    bool has(const std::string& name) const;
+
+private:
+    std::shared_ptr<Compilation> compilation_;
+    int device_;
+    std::mutex mu_;
+    std::vector<CUmodule> modules_;  // per kernel entry; null until loaded
 };
 
-// The modules of generated `source` on `device` (its primary context must be current),
-// compiling it for `arch` ("sm_90") on a miss. RuntimeError with the NVRTC log or the driver's
-// error. The reference stays valid for the process's life.
-const Modules& load_modules(const std::string& source, const std::string& arch, int device);
+// The kernels of generated `source` on `device`, compiled for `arch` ("sm_90") as launches ask
+// for them, or read from the disk cache. The reference stays valid for the process's life.
+ProgramKernels& program_kernels(const std::string& source, const std::string& arch, int device);
+
+// Waits until no kernel compiles in the background (a benchmark timing a whole compile; the
+// process's exit waits too, so that the disk cache receives every program it compiled).
+void finish_compiles();
 
 // The disk format of a program's binaries (<key>.cubins): for each kernel entry, its size (8
 // bytes, this machine's order) and then its bytes. unpack_binaries returns none unless the file

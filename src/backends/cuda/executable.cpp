@@ -69,6 +69,30 @@ void allow_dynamic_smem(CUfunction fn, unsigned bytes, const DeviceInfo& info) {
                  static_cast<int>(bytes));
 }
 
+// How rows of `len` take the look-back rows kernels' tiles (scan_rows in kernels.cpp): rows of
+// one shared tile take the fewest warps of it, a power of two, whose segments hold them, and
+// share it (`per_tile` rows) where that leaves room; a row that fills a look-back tile of the
+// same size runs there. `tile`: the elements of one tile.
+struct RowTiles {
+    bool shared = false;
+    i64 per_tile = 1, tile = 0;
+};
+RowTiles row_tiles(i64 len, bool vec, const Tuning& t) {
+    const i64 warps = t.row_threads / 32, segment = 32 * i64{vec ? t.row_items : t.scalar_row_items()};
+    const i64 shared_segment = 32 * i64{t.shared_row_items()};
+    RowTiles r;
+    r.shared = len <= shared_segment * warps;
+    if (r.shared) {
+        i64 row_warps = 1;
+        while (row_warps * shared_segment < len) row_warps *= 2;
+        r.per_tile = std::max<i64>(warps / row_warps, 1);  // warps need not be a power of two
+        r.shared = r.per_tile > 1 || shared_segment < segment;
+        if (!r.shared) r.per_tile = 1;
+    }
+    r.tile = (r.shared ? shared_segment : segment) * warps;
+    return r;
+}
+
 struct Allocation {
     CUdeviceptr ptr = 0;
     CUstream stream = nullptr;
@@ -99,8 +123,13 @@ public:
             views.push_back(views_of(s));
             wanted.push_back(rows_layout(s, views.back()));
         }
-        const Module& module = exe_.module_for(wanted);
-        for (std::size_t s = 0; s < plan_.stages.size(); ++s) launch(plan_.stages[s], views[s], module.kernels[s]);
+        Module& module = exe_.module_for(wanted);
+        std::vector<Kernel> chosen;
+        for (std::size_t s = 0; s < plan_.stages.size(); ++s)
+            chosen.push_back(choose(plan_.stages[s], views[s], module.kernels[s]));
+        exe_.load_kernels(module, chosen);
+        for (std::size_t s = 0; s < plan_.stages.size(); ++s)
+            if (chosen[s] != kNone) launch(plan_.stages[s], views[s], module.kernels[s], chosen[s]);
         std::vector<Tensor> out;
         for (auto& r : results_) out.push_back(host_ ? to_host(r) : to_device_tensor(r));
         if (host_) SCANC_CU(cuStreamSynchronize, stream_);
@@ -246,20 +275,33 @@ private:
         return args;
     }
 
-    void launch(const Stage& s, const StageViews& views, const Kernels& k) {
+    // The kernel stage `s` launches with (kNone: it has no elements).
+    Kernel choose(const Stage& s, const StageViews& views, const Kernels& k) {
+        const std::vector<i64>& shape = views.shape;
+        if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return kNone;
+        if (!s.is_scan) return kMap;
+        i64 inner = 1, len = shape[s.dim];
+        for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
+        const Tuning& t = k.tuning;
+        if (inner != 1) return kCols;
+        if (len <= t.resident_len()) return t.resident_lane_bits(len) == 5 ? kResident : kResidentGroups;
+        const bool vec = k.has(kRowsVec) && whole_vectors(s, views);
+        if (row_tiles(len, vec, t).shared) return vec ? kRowsSharedVec : kRowsShared;
+        return vec ? kRowsVec : kRows;
+    }
+
+    void launch(const Stage& s, const StageViews& views, const Kernels& k, Kernel kernel) {
         const std::vector<i64>& shape = views.shape;
         i64 numel = 1;
         for (i64 x : shape) numel *= x;
-        if (numel == 0) return;
         std::vector<i64> args = pack(views);
-        unsigned threads, smem = 0;
+        unsigned threads, smem = k.smem[kernel];
         i64 blocks;
-        CUfunction fn;
+        CUfunction fn = k.fns[kernel];
         std::optional<std::pair<CUdeviceptr, StampsHeader>> stamps;  // where tile records go
-        if (!s.is_scan) {
+        if (kernel == kMap) {
             threads = static_cast<unsigned>(k.tuning.map_threads);
             blocks = std::min<i64>(ceil_div(numel, threads), static_cast<i64>(exe_.sm_count_) * 32);
-            fn = k.map;
         } else {
             i64 outer = 1, inner = 1, len = shape[s.dim];
             for (int j = 0; j < s.dim; ++j) outer *= shape[j];
@@ -267,49 +309,34 @@ private:
             int nw = stage_state_words(s);
             i64 chunks, groups = 1, per_tile = 1, status_words, lookback_words = 0, tile = 0;
             const Tuning& t = k.tuning;
-            if (inner == 1 && len <= t.resident_len()) {
+            if (kernel == kResident || kernel == kResidentGroups) {
                 // A row fits a warp's segment: a resident grid strides over the rows, one per
                 // group of 2^lw lanes (the fewest whose items hold it; scan_rows_resident_groups
                 // in kernels.cpp), no look-back. Whole warps have a kernel of their own.
-                smem = k.resident_smem;
                 chunks = 1;
                 const int lw = t.resident_lane_bits(len);
                 const i64 per_block = i64{t.res_threads / 32} << (5 - lw);
-                const int per_sm = lw == 5 ? k.resident_per_sm : k.resident_groups_per_sm;
-                blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * per_sm);
+                blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * k.per_sm[kernel]);
                 threads = static_cast<unsigned>(t.res_threads);
                 status_words = 0;
-                fn = lw == 5 ? k.resident : k.resident_groups;
-            } else if (inner == 1) {
-                const bool vec = k.rows_vec && whole_vectors(s, views);
-                const i64 warps = t.row_threads / 32, segment = 32 * i64{vec ? t.row_items : t.scalar_row_items()};
-                const i64 shared_segment = 32 * i64{t.shared_row_items()};
-                // Rows of one shared tile take the fewest warps of it, a power of two, whose
-                // segments hold them, and share it where that leaves room (scan_rows in
-                // kernels.cpp). A row that fills a look-back tile of the same size runs there.
-                bool shared = len <= shared_segment * warps;
-                if (shared) {
-                    i64 row_warps = 1;
-                    while (row_warps * shared_segment < len) row_warps *= 2;
-                    per_tile = std::max<i64>(warps / row_warps, 1);  // warps need not be a power of two
-                    shared = per_tile > 1 || shared_segment < segment;
-                }
-                tile = (shared ? shared_segment : segment) * warps;
-                chunks = shared ? 1 : ceil_div(len, tile);
-                blocks = ceil_div(outer, per_tile) * chunks;
-                threads = static_cast<unsigned>(t.row_threads);
-                // A, then the copies of P (per row and chunk), then the stamps' records (per tile)
-                lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
-                status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
-                fn = vec ? (shared ? k.rows_shared_vec : k.rows_vec) : (shared ? k.rows_shared : k.rows);
-                smem = shared ? (vec ? k.rows_shared_vec_smem : k.rows_shared_smem) : (vec ? k.rows_vec_smem : k.rows_smem);
-            } else {
+            } else if (kernel == kCols) {
                 groups = ceil_div(inner, 32);
                 chunks = ceil_div(len, i64{t.col_warps} * t.col_rows);
                 blocks = outer * groups * chunks;
                 threads = static_cast<unsigned>(t.col_warps * 32);
                 status_words = chunks > 1 ? blocks * 32 * 2 * nw : 0;
-                fn = k.cols;
+            } else {
+                const RowTiles rows = row_tiles(len, kernel == kRowsVec || kernel == kRowsSharedVec, t);
+                per_tile = rows.per_tile;
+                tile = rows.tile;
+                chunks = rows.shared ? 1 : ceil_div(len, tile);
+                blocks = ceil_div(outer, per_tile) * chunks;
+                threads = static_cast<unsigned>(t.row_threads);
+                // A, then the copies of P (per row and chunk), then the stamps' records (per tile)
+                lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
+                status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
+                // The stamps of look-back tiles, after the look-back words (A, P copies).
+                if (t.stamps) stamps.emplace(0, StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
             }
             if (blocks >= (i64{1} << 31))
                 user_error({}, cat("scan too large for one launch: ", blocks, " tiles"));
@@ -320,13 +347,9 @@ private:
             for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
                           len, inner, chunks, groups, per_tile})
                 args.push_back(v);
-            // The stamps of look-back tiles, after the look-back words (A, P copies).
-            if (fn != k.resident && fn != k.resident_groups && fn != k.cols && t.stamps) {
-                stamps.emplace(status + static_cast<CUdeviceptr>(lookback_words * 8),
-                               StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});
-            }
+            if (stamps) stamps->first = status + static_cast<CUdeviceptr>(lookback_words * 8);
         }
-        if (!fn) {  // reachable_kernels and the choices above disagree: a bug, not bad input
+        if (!fn) {  // reachable_kernels and choose disagree: a bug, not bad input
             std::string dims;
             for (i64 x : shape) dims += cat(dims.empty() ? "" : ", ", x);
             throw RuntimeError(cat("CUDA: stage ", s.id, " of shape (", dims,
@@ -392,58 +415,70 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
 }
 
 CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
-    const DeviceInfo& info = device_info(device_);
-    Module m{layout, {}};
-    const Modules& kernels = load_modules(generate_source(plan_, cc_, layout), info.arch(), device_);
+    Module m{layout, &program_kernels(generate_source(plan_, cc_, layout), device_info(device_).arch(), device_), {}};
     for (const Stage& s : plan_.stages) {
         Kernels k;
         k.tuning = stage_tuning(s, cc_);
+        auto name = [&](Kernel kernel, const std::string& n) {
+            if (m.program->has(n)) k.names[kernel] = n;
+        };
         if (s.is_scan) {
-            // The kernels the stage's shape can reach (reachable_kernels); the others are null.
-            k.rows = kernels.find(rows_kernel_name(s.id, false, false));
-            k.rows_shared = kernels.find(rows_kernel_name(s.id, true, false));
-            k.rows_vec = kernels.find(rows_kernel_name(s.id, false, true));
-            k.rows_shared_vec = kernels.find(rows_kernel_name(s.id, true, true));
-            k.cols = kernels.find(cat("scanc_cols_", s.id));
-            k.resident = kernels.find(resident_kernel_name(s.id, false));
-            k.resident_groups = kernels.find(resident_kernel_name(s.id, true));
+            name(kRows, rows_kernel_name(s.id, false, false));
+            name(kRowsShared, rows_kernel_name(s.id, true, false));
+            name(kRowsVec, rows_kernel_name(s.id, false, true));
+            name(kRowsSharedVec, rows_kernel_name(s.id, true, true));
+            name(kResident, resident_kernel_name(s.id, false));
+            name(kResidentGroups, resident_kernel_name(s.id, true));
+            name(kCols, cat("scanc_cols_", s.id));
             const Tuning& t = k.tuning;
-            int nw = stage_state_words(s);
-            auto transpose = [&](CUfunction fn, int items, bool vec) {
-                if (!fn) return 0u;
-                auto bytes = static_cast<unsigned>(transpose_smem_bytes(t.row_threads, items, nw, vec));
-                allow_dynamic_smem(fn, bytes, info);
-                return bytes;
+            const int nw = stage_state_words(s);
+            auto transpose = [&](int items, bool vec) {
+                return static_cast<unsigned>(transpose_smem_bytes(t.row_threads, items, nw, vec));
             };
-            k.rows_smem = transpose(k.rows, t.scalar_row_items(), false);
-            k.rows_shared_smem = transpose(k.rows_shared, t.shared_row_items(), false);
-            k.rows_vec_smem = transpose(k.rows_vec, t.row_items, true);
-            k.rows_shared_vec_smem = transpose(k.rows_shared_vec, t.shared_row_items(), true);
-            k.resident_smem = static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
-            auto resident_blocks_per_sm = [&](CUfunction fn) {
-                if (!fn) return 0;
-                allow_dynamic_smem(fn, k.resident_smem, info);
-                int blocks = 0;
-                SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, fn, t.res_threads, k.resident_smem);
-                return std::max(blocks, 1);
-            };
-            k.resident_per_sm = resident_blocks_per_sm(k.resident);
-            k.resident_groups_per_sm = resident_blocks_per_sm(k.resident_groups);
+            k.smem[kRows] = transpose(t.scalar_row_items(), false);
+            k.smem[kRowsShared] = transpose(t.shared_row_items(), false);
+            k.smem[kRowsVec] = transpose(t.row_items, true);
+            k.smem[kRowsSharedVec] = transpose(t.shared_row_items(), true);
+            k.smem[kResident] = k.smem[kResidentGroups] =
+                static_cast<unsigned>(transpose_smem_bytes(t.res_threads, t.res_items, nw));
         } else {
-            k.map = kernels.function(cat("scanc_map_", s.id));
+            name(kMap, cat("scanc_map_", s.id));
         }
         m.kernels.push_back(k);
     }
     return m;
 }
 
-const CudaExecutable::Module& CudaExecutable::module_for(const std::vector<std::optional<StageLayout>>& wanted) {
+void CudaExecutable::load_kernels(Module& m, const std::vector<Kernel>& chosen) {
+    std::vector<std::string> names;
+    for (std::size_t s = 0; s < chosen.size(); ++s)
+        if (chosen[s] != kNone && !m.kernels[s].fns[chosen[s]]) names.push_back(m.kernels[s].names[chosen[s]]);
+    if (names.empty()) return;
+    std::vector<CUfunction> fns = m.program->load(names);
+    const DeviceInfo& info = device_info(device_);
+    for (std::size_t s = 0, at = 0; s < chosen.size(); ++s) {
+        Kernels& k = m.kernels[s];
+        const Kernel kernel = chosen[s];
+        if (kernel == kNone || k.fns[kernel]) continue;
+        CUfunction fn = fns[at++];
+        if (!fn) continue;  // the program lacks it: launch says so
+        allow_dynamic_smem(fn, k.smem[kernel], info);
+        if (kernel == kResident || kernel == kResidentGroups) {
+            int blocks = 0;
+            SCANC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, fn, k.tuning.res_threads, k.smem[kernel]);
+            k.per_sm[kernel] = std::max(blocks, 1);
+        }
+        k.fns[kernel] = fn;
+    }
+}
+
+CudaExecutable::Module& CudaExecutable::module_for(const std::vector<std::optional<StageLayout>>& wanted) {
     auto runs = [&](const Module& m) {
         for (std::size_t s = 0; s < wanted.size(); ++s)
             if (wanted[s] && !(*wanted[s] == m.layout[s])) return false;
         return true;
     };
-    for (const Module& m : modules_)
+    for (Module& m : modules_)
         if (runs(m)) return m;
     Layout layout = modules_.front().layout;
     for (std::size_t s = 0; s < wanted.size(); ++s)

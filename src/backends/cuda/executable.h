@@ -4,11 +4,13 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <vector>
 
+#include "cache.h"
 #include "codegen/codegen.h"
 #include "scanc/runtime/backend.h"
 
@@ -21,32 +23,34 @@ public:
     std::vector<Tensor> run(std::span<const TensorView> inputs, const RunOptions& options) override;
 
 private:
+    // A stage's kernels, by what they serve; the launch chooses one by the stage's shape.
+    enum Kernel { kRows, kRowsShared, kRowsVec, kRowsSharedVec, kResident, kResidentGroups, kCols, kMap, kNone };
     struct Kernels {
-        // rows_shared: the rows kernel for rows of one shared tile, several to a tile where they fit
-        // (ScanParams::per_tile)
-        CUfunction rows = nullptr, rows_shared = nullptr, resident = nullptr, cols = nullptr, map = nullptr;
-        // the resident kernel for rows in groups of lanes; this and any kernel the stage's shape
-        // cannot reach (reachable_kernels, codegen.h) are null where the program has none
-        CUfunction resident_groups = nullptr;
-        // the vector rows kernels (rows of whole, aligned vectors of four; null where the
-        // module's layout class has none)
-        CUfunction rows_vec = nullptr, rows_shared_vec = nullptr;
         Tuning tuning;
-        // dynamic shared memory (the transposes)
-        unsigned rows_smem = 0, rows_shared_smem = 0, rows_vec_smem = 0, rows_shared_vec_smem = 0, resident_smem = 0;
-        int resident_per_sm = 0, resident_groups_per_sm = 0;  // blocks of the resident kernels per SM
+        // rows_shared: rows of one shared tile, several to a tile where they fit
+        // (ScanParams::per_tile); vec: rows of whole, aligned vectors of four; resident_groups:
+        // rows in groups of lanes. "" where the program has none (the module's layout class
+        // lacks it, or the stage's shape cannot reach it: reachable_kernels, codegen.h).
+        std::array<std::string, kNone> names;
+        std::array<CUfunction, kNone> fns{};  // loaded by the first launch that takes them
+        std::array<unsigned, kNone> smem{};   // dynamic shared memory (the transposes)
+        std::array<int, kNone> per_sm{};      // blocks per SM once loaded (the resident grids)
+        bool has(Kernel k) const { return !names[k].empty(); }
     };
-    // One compiled layout class of the program (codegen.h): its kernels per stage.
+    // One layout class of the program (codegen.h): its kernels per stage.
     struct Module {
         Layout layout;
+        ProgramKernels* program = nullptr;
         std::vector<Kernels> kernels;
     };
     class Run;  // one run's allocations and launches (executable.cpp)
 
     // A module that runs `wanted` (per stage: the class a rows launch needs, or none when any
     // will do), compiling one on a miss with the contiguous class where nothing is wanted.
-    const Module& module_for(const std::vector<std::optional<StageLayout>>& wanted);
+    Module& module_for(const std::vector<std::optional<StageLayout>>& wanted);
     Module load(const Layout& layout);
+    // Loads (compiling first where needed) the kernel each stage launches with (kNone: none).
+    void load_kernels(Module& module, const std::vector<Kernel>& chosen);
 
     // The status words and tile counter for `bytes` of look-back state; bumps the epoch.
     void prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream,

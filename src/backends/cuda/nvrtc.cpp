@@ -212,20 +212,21 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, co
 }
 
 std::vector<NvrtcOutput> nvrtc_compile_entries(const std::string& source, const std::string& arch,
-                                               const std::string& name, int entries) {
-    std::vector<NvrtcOutput> outs(static_cast<std::size_t>(entries));
-    std::vector<std::exception_ptr> errors(outs.size());
+                                               const std::string& name, const std::vector<int>& entries) {
+    const int count = static_cast<int>(entries.size());
+    std::vector<NvrtcOutput> outs(entries.size());
+    std::vector<std::exception_ptr> errors(entries.size());
     std::atomic<int> next{0};
     auto work = [&] {
-        for (int i; (i = next++) < entries;) {
+        for (int i; (i = next++) < count;) {
             try {
-                outs[i] = nvrtc_compile(source, arch, name, i);
+                outs[i] = nvrtc_compile(source, arch, name, entries[i]);
             } catch (...) {
                 errors[i] = std::current_exception();
             }
         }
     };
-    int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, std::max(entries, 1));
+    int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, std::max(count, 1));
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) pool.emplace_back(work);
     work();

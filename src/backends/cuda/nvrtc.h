@@ -20,11 +20,12 @@ struct NvrtcOutput {
 // RuntimeError with the compile log when NVRTC is missing or compilation fails.
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch,
                           const std::string& name = "scanc.cu", int entry = -1);
-// Each of a generated source's `entries` kernel entries compiled alone, on as many threads as
-// the machine has: a first compile takes about its slowest kernel's time, not the sum (H200
-// machine, sum program: 1.2 s as one program with --split-compile).
+// Kernel entries `entries` of a generated source, each compiled alone, on as many threads as
+// the machine has (the calling thread one of them), in the order given: the kernels take about
+// the slowest one's time, not the sum (H200 machine, the sum program: 1.2 s as one program with
+// --split-compile).
 std::vector<NvrtcOutput> nvrtc_compile_entries(const std::string& source, const std::string& arch,
-                                               const std::string& name, int entries);
+                                               const std::string& name, const std::vector<int>& entries);
 
 // True when libnvrtc can be loaded; `why` gets the places searched otherwise.
 bool nvrtc_available(std::string* why = nullptr);
