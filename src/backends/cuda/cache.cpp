@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -168,7 +168,9 @@ namespace {
 
 // Threads that compile the kernels no launch has asked for yet, a program at a time in the
 // order handed over. The pool drains its queue before its threads end, so a process's exit
-// waits for the programs it began and the disk cache receives them.
+// waits for the programs it began and the disk cache receives them. (A child of fork() has none
+// of the threads, but no usable CUDA either: the driver's own exit handlers hang in a child that
+// leaves with exit() rather than _exit(), as Python's multiprocessing children do.)
 class BackgroundCompiles {
 public:
     void add(std::shared_ptr<Compilation> c) {
