@@ -188,26 +188,31 @@ double time_runs(Executable& exe, const std::vector<TensorView>& in, const RunOp
     return time_median([&](cudaStream_t) { exe.run(in, opts); }, s, reps, warmup);
 }
 
-// A new process's first compile and launch: the affine program over (3, 1000, 7) along dim 1,
-// or (`sum`) the sum program over (1000, 7) along dim 0.
-int first_launch(bool sum) {
+// A new process's first compile and launch, of one of four programs on a small input, each
+// of whose first runs launches one kernel: `affine` over (3, 1000, 7) along dim 1 and `sum`
+// over (1000, 7) along dim 0 (the cols kernel), `affine-1d` and `sum-1d` over 2^20 (the vector
+// look-back rows kernel, the slowest to compile).
+int first_launch(const std::string& which) {
+    const bool sum = which.rfind("sum", 0) == 0, one_d = which.find("-1d") != std::string::npos;
     auto t0 = Clock::now();
     bool ok = cuda_available();  // loads libcuda, cuInit
     BENCH_CHECK(cudaFree(nullptr));  // creates the primary context
     double init = seconds_since(t0);
+    const std::vector<std::int64_t> shape = one_d ? std::vector<std::int64_t>{1 << 20}
+                                          : sum   ? std::vector<std::int64_t>{1000, 7}
+                                                  : std::vector<std::int64_t>{3, 1000, 7};
+    long long n = 1;
+    for (auto x : shape) n *= x;
     std::vector<TensorView> in;
-    if (sum) {
-        in.push_back(device_view(device_random(1000 * 7, 1, -1, 1), {1000, 7}));
-    } else {
-        in.push_back(device_view(device_random(3 * 1000 * 7, 1, 0.5f, 1), {3, 1000, 7}));
-        in.push_back(device_view(device_random(3 * 1000 * 7, 2, -1, 1), {3, 1000, 7}));
-    }
+    if (!sum) in.push_back(device_view(device_random(n, 1, 0.5f, 1), shape));
+    in.push_back(device_view(device_random(n, 2, -1, 1), shape));
+    const int rank = static_cast<int>(shape.size()), dim = one_d ? 0 : sum ? 0 : 1;
     TimedFirstRun first =
-        timed_first_run(sum ? scan_program(sum_combine(), 2, 0) : scan_program(affine_combine(), 3, 1), in);
+        timed_first_run(scan_program(sum ? sum_combine() : affine_combine(), rank, dim), in);
     auto stats = cuda_cache_stats();
     std::printf("first-launch (%s): gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
                 "(%.1f ms of CPU; compiles %d, disk hits %d; load %.1f)%s\n",
-                sum ? "sum" : "affine", ok, init * 1e3, first.seconds * 1e3, first.cpu * 1e3, stats.compiles,
+                which.c_str(), ok, init * 1e3, first.seconds * 1e3, first.cpu * 1e3, stats.compiles,
                 stats.disk_hits, load_average(), first.note.c_str());
     return 0;
 }
@@ -389,7 +394,7 @@ int size_sweep(const char* path, const RunOptions& opts, cudaStream_t s) {
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "--first-launch")
-        return first_launch(argc > 2 && std::string(argv[2]) == "sum");
+        return first_launch(argc > 2 ? argv[2] : "affine");
     if (!cuda_available()) {
         std::printf("no GPU: %s\n", cuda_unavailable_reason().c_str());
         return 1;

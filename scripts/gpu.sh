@@ -13,8 +13,9 @@
 # Compute (stall reasons, occupancy, memory);
 # STAMPS="CASE[|TUNING];..." records where each look-back tile's time goes in one launch of the
 # sweep case (TUNING plus stamps=1; bench/lookback_stamps.py; records in OUTDIR/stamps-N.bin);
-# COMPILE_AB="table scitems=48 ..." times a new process's first compile (sum and affine) under
-# each tuning, interleaved over three rounds (OUTDIR/compile_ab.txt);
+# COMPILE_AB="table scitems=48 ..." times a new process's first compile and run (gpu_bench
+# --first-launch sum, affine, sum-1d, affine-1d) under each tuning, interleaved over three rounds
+# (OUTDIR/compile_ab.txt);
 # GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
@@ -74,7 +75,7 @@ if [ -n "${COMPILE_AB:-}" ]; then
   log "first compile A/B: a new process per compile, tunings interleaved"
   for round in 1 2 3; do
     for t in $COMPILE_AB; do
-      for p in sum affine; do
+      for p in sum affine sum-1d affine-1d; do
         rm -rf "$SCANC_CACHE_DIR"/*
         if [ "$t" = table ]; then timeout 60 $BUILD/gpu_bench --first-launch $p
         else SCANC_CUDA_TUNING=$t timeout 60 $BUILD/gpu_bench --first-launch $p; fi | sed "s/^/$t: /"

@@ -46,7 +46,8 @@ private:
     class Run;  // one run's allocations and launches (executable.cpp)
 
     // A module that runs `wanted` (per stage: the class a rows launch needs, or none when any
-    // will do), compiling one on a miss with the contiguous class where nothing is wanted.
+    // will do); on a miss, a new one with the contiguous class where nothing is wanted (its
+    // kernels compile as launches take them).
     Module& module_for(const std::vector<std::optional<StageLayout>>& wanted);
     Module load(const Layout& layout);
     // Loads (compiling first where needed) the kernel each stage launches with (kNone: none).
