@@ -175,6 +175,7 @@ class BackgroundCompiles {
 public:
     void add(std::shared_ptr<Compilation> c) {
         std::lock_guard lock(mu_);
+        if (stop_) return;  // the process is exiting: runs that want the rest compile it themselves
         queue_.push_back(std::move(c));
         if (threads_.empty()) {
             // A stage has at most 7 kernels, and the H200 machine ran about 4 compiles' worth at
