@@ -15,7 +15,11 @@
 //   - When every input is on the CPU, inputs are copied to device 0, the program runs there, and
 //     the outputs are copied back to new CPU tensors before run() returns.
 //   - An Executable runs launches in order on one stream at a time: a run on a different stream
-//     first waits for the previous one (the look-back state is per Executable).
+//     first waits for the previous one (the look-back state is per Executable). So the stream an
+//     Executable last ran on must outlive it, or its next run on another stream (the executable
+//     waits on that stream, and frees its look-back words there when it goes).
+//   - A run on a stream that is capturing a CUDA graph throws RuntimeError: a replay would repeat
+//     the run's look-back epoch and take the previous replay's look-back words for its own.
 //   - Compiled binaries are cached in memory and in $SCANC_CACHE_DIR (default ~/.cache/scanc).
 //     A program compiles once, at its first run: the kernels that run launches first (it waits
 //     for those only), then the program's others on background threads.

@@ -30,7 +30,12 @@ def _scan(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
     return [o.contiguous() for o in programs.run(compiled, list(xs) + list(captured))]
 
 
-@torch.library.custom_op("scanc::associative_scan", mutates_args=())
+# A CUDA graph replays a run's look-back epoch, which scanc's CUDA backend refuses to be
+# captured with: the tag makes torch.compile's CUDA graphs leave the ops out (torch >= 2.9).
+_CUDAGRAPH_UNSAFE = (torch.Tag.cudagraph_unsafe,) if hasattr(torch.Tag, "cudagraph_unsafe") else ()
+
+
+@torch.library.custom_op("scanc::associative_scan", mutates_args=(), tags=_CUDAGRAPH_UNSAFE)
 def scan_op(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
             reverse: bool) -> list[Tensor]:
     return _scan(program, xs, captured, dim, reverse)
@@ -47,7 +52,7 @@ def _contribution_shape(x: Tensor, dim: int) -> list:
     return shape
 
 
-@torch.library.custom_op("scanc::associative_scan_backward", mutates_args=())
+@torch.library.custom_op("scanc::associative_scan_backward", mutates_args=(), tags=_CUDAGRAPH_UNSAFE)
 def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured: list[Tensor],
                      grads: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
     compiled = programs.backward(program, xs, captured, dim, reverse)

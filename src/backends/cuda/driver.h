@@ -38,7 +38,14 @@ namespace scanc::cuda {
     X(cuPointerGetAttribute, "cuPointerGetAttribute")   \
     X(cuMemFreeAsync, "cuMemFreeAsync")                 \
     X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool") \
-    X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute")
+    X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute")   \
+    X(cuStreamIsCapturing, "cuStreamIsCapturing")       \
+    /* the capture test's */                             \
+    X(cuStreamCreate, "cuStreamCreate")                 \
+    X(cuStreamDestroy, "cuStreamDestroy_v2")            \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")  \
+    X(cuStreamEndCapture, "cuStreamEndCapture")         \
+    X(cuGraphDestroy, "cuGraphDestroy")
 
 struct Driver {
 #define SCANC_DECLARE(member, symbol) decltype(&::member) member = nullptr;

@@ -524,6 +524,12 @@ std::vector<Tensor> CudaExecutable::run(std::span<const TensorView> inputs, cons
     std::lock_guard lock(mu_);
     ContextGuard guard(device_);
     CUstream stream = static_cast<CUstream>(options.stream);
+    // A graph replays a run's kernel arguments, look-back epoch included: its tiles would take the
+    // last replay's look-back words for their own and compute wrong sums. Refuse, before any work.
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (driver().cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE)
+        throw RuntimeError("CUDA: a scanc run cannot be captured into a CUDA graph (each run's look-back "
+                           "words carry a per-run epoch that a replay would repeat); run it outside the capture");
     // The look-back words are shared by this executable's launches: order them on one stream.
     if (ran_ && stream != last_stream_) SCANC_CU(cuStreamSynchronize, last_stream_);
     ran_ = true;
