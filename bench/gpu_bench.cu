@@ -159,7 +159,6 @@ std::string slowest_kernel_note(const CudaCacheStats& s) {
 // first. Then the wait for the program's other kernels, which compile in the background, and
 // the cache's note on the whole compile (none when the program came from a cache).
 struct TimedFirstRun {
-    std::unique_ptr<Executable> exe;
     double seconds = 0, cpu = 0, whole = 0;
     std::string note;
 };
@@ -168,8 +167,8 @@ TimedFirstRun timed_first_run(const ProgramRef& program, const std::vector<Tenso
     TimedFirstRun t;
     auto t0 = Clock::now();
     double cpu0 = cpu_seconds();
-    t.exe = CudaBackend().compile(program);
-    t.exe->run(in);
+    auto exe = CudaBackend().compile(program);
+    exe->run(in);
     BENCH_CHECK(cudaDeviceSynchronize());
     t.seconds = seconds_since(t0), t.cpu = cpu_seconds() - cpu0;
     cuda_finish_compiles();

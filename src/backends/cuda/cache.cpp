@@ -323,8 +323,8 @@ void Compilation::complete() {
     write_file(src, source.data(), source.size());
 }
 
-ProgramKernels::ProgramKernels(std::shared_ptr<Compilation> compilation, int device)
-    : compilation_(std::move(compilation)), device_(device), modules_(compilation_->names.size(), nullptr) {}
+ProgramKernels::ProgramKernels(std::shared_ptr<Compilation> compilation)
+    : compilation_(std::move(compilation)), modules_(compilation_->names.size(), nullptr) {}
 
 bool ProgramKernels::has(const std::string& name) const {
     const auto& names = compilation_->names;
@@ -383,11 +383,12 @@ ProgramKernels& program_kernels(const std::string& source, const std::string& ar
         }
     }
     auto& slot = programs[{key, device}];
-    slot = std::make_unique<ProgramKernels>(c, device);
+    slot = std::make_unique<ProgramKernels>(c);
     return *slot;
 }
 
 void finish_compiles() { background().wait_idle(); }
+
 CacheStats cache_stats() {
     std::lock_guard lock(mu);
     return stats;

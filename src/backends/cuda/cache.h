@@ -36,7 +36,7 @@ struct Compilation;  // one program's binaries, shared by the devices (cache.cpp
 // together when the last is done.
 class ProgramKernels {
 public:
-    ProgramKernels(std::shared_ptr<Compilation> compilation, int device);
+    explicit ProgramKernels(std::shared_ptr<Compilation> compilation);
     // The kernels `names` loaded on the device (its context current), compiled first where they
     // are not yet; null for a name the program lacks (reachable_kernels left it out).
     // RuntimeError with the NVRTC log or the driver's error.
@@ -46,7 +46,6 @@ public:
 
 private:
     std::shared_ptr<Compilation> compilation_;
-    int device_;
     std::mutex mu_;
     std::vector<CUmodule> modules_;  // per kernel entry; null until loaded
 };

@@ -86,8 +86,7 @@ RowTiles row_tiles(i64 len, bool vec, const Tuning& t) {
         i64 row_warps = 1;
         while (row_warps * shared_segment < len) row_warps *= 2;
         r.per_tile = std::max<i64>(warps / row_warps, 1);  // warps need not be a power of two
-        r.shared = r.per_tile > 1 || shared_segment < segment;
-        if (!r.shared) r.per_tile = 1;
+        r.shared = r.per_tile > 1 || shared_segment < segment;  // else per_tile is 1
     }
     r.tile = (r.shared ? shared_segment : segment) * warps;
     return r;
