@@ -174,9 +174,59 @@ def timing() -> list[str]:
     return rows
 
 
+def cuda_graphs() -> bool:
+    """Captured scans replay on the inputs they find: torch.cuda.graph by hand, and
+    torch.compile(mode="reduce-overhead"), whose CUDA graphs take the ops in, forward and
+    backward."""
+    ok = True
+    x = torch.randn(4, 100_003, device=DEV)  # rows long enough for the look-back kernels
+    a, b = torch.rand(2, 1000, 16, device=DEV), torch.randn(2, 1000, 16, device=DEV)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up (compile) outside the capture, as torch advises
+        st.associative_scan(loops.add, x, 1)
+        st.associative_scan(loops.affine, (a, b), 1)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = st.associative_scan(loops.add, x, 1)
+        _, h = st.associative_scan(loops.affine, (a, b), 1)
+    same = True
+    for _ in range(3):
+        x.copy_(torch.randn_like(x))
+        a.copy_(torch.rand_like(a))
+        b.copy_(torch.randn_like(b))
+        graph.replay()
+        same &= close(y, x.cumsum(1), atol=1e-2, rtol=1e-4)
+        same &= close(h, loops.loop_scan(loops.affine, (a, b), 1)[1], atol=1e-4, rtol=1e-4)
+    ok &= check("torch.cuda.graph: 3 replays on new inputs == cumsum / loop (sum, affine)", same)
+
+    def step(v, w):
+        return st.associative_scan(loops.affine, (torch.sigmoid(v), w), 1)[1].square().sum()
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    f = torch.compile(step, mode="reduce-overhead")
+    same = True
+    for _ in range(4):  # cudagraph trees record on a later call, then replay
+        v = torch.randn(2, 3000, device=DEV, requires_grad=True)
+        w = (torch.randn(2, 3000, device=DEV) * 0.1).requires_grad_()
+        loss, want_loss = f(v, w), step(v, w)
+        same &= close(loss, want_loss, rtol=1e-4)
+        got = torch.autograd.grad(loss, (v, w))  # the compiled backward, in its own graph
+        want = torch.autograd.grad(want_loss, (v, w))
+        same &= all(close(g, e, rtol=1e-4, atol=1e-5) for g, e in zip(got, want))
+    skips = dict(torch._dynamo.utils.counters["inductor"])
+    skips = {k: n for k, n in skips.items() if "cudagraph_skip" in k}
+    ok &= check(f"torch.compile reduce-overhead, forward and grad: 4 calls == eager, "
+                f"no CUDA graph skipped ({skips or 'none'})", same and not skips)
+    return ok
+
+
 def correctness() -> bool:
     ok = True
-    for section in (reproducers, closure_model, streams_and_gradients, torch_op_lowering):
+    for section in (reproducers, closure_model, streams_and_gradients, torch_op_lowering,
+                    cuda_graphs):
         try:
             ok &= section()
         except Exception as e:  # report and go on: one failure must not hide the rest

@@ -4,7 +4,8 @@
 # small ones), then the benchmark and its peers, and prints the tables last.
 #   scripts/gpu.sh [OUTDIR]        (default: build-gpu/results)
 # Environment: SKIP_PEERS=1 skips the Python peers; SKIP_SANITIZER=1 skips compute-sanitizer;
-# SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py;
+# SKIP_TESTS=1 skips the tests (and the sanitizer); SKIP_TORCH=1 skips bench/torch_gpu.py
+# (TORCH_ARGS=--checks-only: its checks alone) and the Python GPU tests;
 # SWEEP_ONLY="TEXT|TEXT" keeps the sweep cases whose names contain one of the TEXTs;
 # SIZES=1 times every case at 4^k elements for the plot (OUTDIR/sizes.csv);
 # SWEEP="table rows=128x32,mb=4 ..." adds a tuning sweep whose results are checked (the
@@ -16,7 +17,7 @@
 # COMPILE_AB="table scitems=48 ..." times a new process's first compile and run (gpu_bench
 # --first-launch sum, affine, sum-1d, affine-1d) under each tuning, interleaved over three rounds
 # (OUTDIR/compile_ab.txt);
-# GTEST_FILTER selects tests; TEST_TIMEOUT, SAN_TIMEOUT,
+# GTEST_FILTER selects tests, SAN_FILTER the sanitizer's; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
 set -uo pipefail
@@ -121,7 +122,7 @@ timeout 60 $BUILD/gpu_bench --first-launch | tee -a "$OUT/first_launch.txt"
 SAN="skipped"
 if [ -z "${SKIP_SANITIZER:-}${SKIP_TESTS:-}" ] && command -v compute-sanitizer > /dev/null; then
   log "compute-sanitizer memcheck + racecheck (small cases)"
-  F='CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch:CudaVectorRows.BroadcastCoefficientsAndEpiloguesThatReadInputsMatch'
+  F=${SAN_FILTER:-'CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch:CudaVectorRows.BroadcastCoefficientsAndEpiloguesThatReadInputsMatch:CudaGraph.*'}
   SAN=""
   for tool in memcheck racecheck; do
     timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/cuda/cuda_test --gtest_filter="$F" \
@@ -144,7 +145,10 @@ if [ -z "${SKIP_TORCH:-}" ]; then
         -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=ON -DSCANC_BUILD_TESTS=OFF -DSCANC_BUILD_CLI=OFF \
         >> "$OUT/build.log" 2>&1 && ninja -C build-gpupy _core >> "$OUT/build.log" 2>&1 &&
   PYTHONPATH=build-gpupy/python PYTHONUNBUFFERED=1 timeout ${TORCH_TIMEOUT:-400} \
-      python3 bench/torch_gpu.py "$OUT/torch_gpu.md" 2>&1 | grep -v -i warn | tee "$OUT/torch_gpu.log" | tail -30
+      python3 bench/torch_gpu.py "$OUT/torch_gpu.md" ${TORCH_ARGS:-} 2>&1 | grep -v -i warn | tee "$OUT/torch_gpu.log" | tail -30
+  # The Python tests that need a GPU (the rest run in CI).
+  PYTHONPATH=build-gpupy/python timeout 120 python3 -m pytest -q -p no:cacheprovider -k cuda \
+      tests/python/test_py_run_torch.py 2>&1 | tail -3 | tee "$OUT/pytest_gpu.log"
 fi
 
 echo
@@ -158,5 +162,6 @@ cat "$OUT/first_launch.txt"
 cat "$OUT/bench.md" 2>/dev/null
 [ -f "$OUT/peers.md" ] && cat "$OUT/peers.md"
 [ -f "$OUT/torch_gpu.log" ] && grep -E "^(PASS|FAIL)" "$OUT/torch_gpu.log"
+[ -f "$OUT/pytest_gpu.log" ] && echo "python GPU tests: $(tail -1 "$OUT/pytest_gpu.log")"
 [ -f "$OUT/torch_gpu.md" ] && cat "$OUT/torch_gpu.md"
 exit $TESTS

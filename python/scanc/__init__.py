@@ -115,13 +115,17 @@ class Module:
         return list(self._core.check())
 
     def run(self, *args: Any, backend: str = "auto", num_threads: int = 0,
-            ordered: bool = False, stream: int = 0) -> tuple[Any, ...]:
+            ordered: bool = False, stream: int = 0,
+            out: list[Any] | None = None) -> tuple[Any, ...]:
         """run(program, *inputs, backend="auto") -> tuple of outputs.
 
         The program name may be left out when the module has exactly one program.
         num_threads (CPU: 0 = the backend's default) and ordered (CPU: combine strictly left to
         right) are passed to the backend. stream (CUDA): the CUstream handle to run on, e.g.
-        torch.cuda.current_stream().cuda_stream; 0 is the default stream.
+        torch.cuda.current_stream().cuda_stream; 0 is the default stream. out (CUDA): one
+        device tensor per result, of its dtype and shape (any strides), overlapping no input;
+        the run writes there and returns them (what a CUDA graph capture wants: memory the
+        caller owns). Other backends raise CompileError for it.
         """
         if args and isinstance(args[0], str):
             program, inputs = args[0], args[1:]
@@ -144,15 +148,17 @@ class Module:
                     x = x.detach()  # DLPack refuses tensors that require grad
             arrays.append(x)
         return self._core.run(program, arrays, backend, framework or "numpy", num_threads,
-                              ordered, stream)
+                              ordered, stream, out)
 
     def run_tensors(self, program: str, inputs: list[Any], *, backend: str, framework: str,
-                    num_threads: int = 0, stream: int = 0) -> tuple[Any, ...]:
+                    num_threads: int = 0, stream: int = 0,
+                    outputs: list[Any] | None = None) -> tuple[Any, ...]:
         """run() without its conveniences, for a hot path that already holds one DLPack
         tensor or capsule per parameter (scanc.torch): no Python numbers, no program-name
         inference, no framework sniffing. Outputs go to `framework` ("torch", "numpy", ...;
-        "dlpack" hands back bare DLPack capsules)."""
-        return self._core.run(program, inputs, backend, framework, num_threads, False, stream)
+        "dlpack" hands back bare DLPack capsules); `outputs` as run()'s `out`."""
+        return self._core.run(program, inputs, backend, framework, num_threads, False, stream,
+                              outputs)
 
     def lower(self, program: str | None = None, *, algorithm: str = "auto",
               bounds: dict[str, int] | None = None, sizes: dict[str, int] | None = None,

@@ -121,16 +121,29 @@ public:
         return out;
     }
 
+    // `outputs`: None, or one tensor per result that the run writes into (RunOptions::outputs);
+    // the run then returns them.
     nb::tuple run(const std::string& program, const nb::list& inputs, const std::string& backend,
                   const std::string& framework, int num_threads, bool ordered,
-                  std::uintptr_t stream) {
+                  std::uintptr_t stream, const nb::object& outputs_given) {
         ProgramRef prog = module_.program(program);
         std::vector<InputArray> arrays(inputs.size());  // keep the callers' tensors referenced
         std::vector<TensorView> views = import_inputs(*prog, inputs, arrays, backend);
+        nb::list given = outputs_given.is_none() ? nb::list() : nb::list(outputs_given);
+        std::vector<InputArray> given_arrays(given.size());
+        std::vector<TensorView> given_views;
+        for (std::size_t r = 0; r < given.size(); ++r) {
+            std::string what = cat("output ", r, " of program `", prog->name, "`");
+            if (!nb::try_cast(given[r], given_arrays[r]))
+                throw nb::type_error(cat(what, " is a ", nb::inst_name(given[r]).c_str(),
+                                         "; expected a DLPack tensor").c_str());
+            given_views.push_back(to_view(given_arrays[r], what));
+        }
         RunOptions options;
         options.num_threads = num_threads;
         options.ordered = ordered;
         options.stream = reinterpret_cast<void*>(stream);  // CUDA: the caller's CUstream
+        options.outputs = given_views;
         std::vector<Tensor> outputs;
         {
             // The arrays stay referenced by `arrays`, so their memory outlives the run.
@@ -139,6 +152,7 @@ public:
             std::lock_guard lock(compiled.run_mutex);
             outputs = compiled.executable->run(views, options);
         }
+        if (!given_views.empty()) return nb::tuple(given);
         Framework fw = parse_framework(framework);
         nb::list results;
         for (Tensor& t : outputs) results.append(to_python(std::move(t), fw));
@@ -212,7 +226,8 @@ NB_MODULE(_core, m) {
         .def("lower", &CoreModule::lower, "program"_a, "algorithm"_a, "bounds"_a, "sizes"_a,
              "emit"_a, "native_cumsum"_a)
         .def("run", &CoreModule::run, "program"_a, "inputs"_a, "backend"_a, "framework"_a,
-             "num_threads"_a = 0, "ordered"_a = false, "stream"_a = 0);
+             "num_threads"_a = 0, "ordered"_a = false, "stream"_a = 0,
+             "outputs"_a = nb::none());
 
     m.def("loads", [](const std::string& text, const std::string& file) {
         return std::make_unique<CoreModule>(scanc::parse_module(text, file));

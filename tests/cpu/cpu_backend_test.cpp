@@ -226,6 +226,24 @@ TEST(CpuBackend, WrongInputsGiveACompileError) {
     EXPECT_THROW(run_cpu(p, none, 1), CompileError);  // count
 }
 
+TEST(CpuBackend, GivenOutputsAreRefusedWithTheOptionNamed) {
+    // RunOptions::outputs is the CUDA backend's (graph captures); the CPU backend allocates.
+    ProgramRef p = scan_program(sum_combine(), DType::F32, 1, 0);
+    std::mt19937_64 rng(13);
+    Inputs in, out;
+    in.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
+    out.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
+    RunOptions options;
+    options.outputs = out.views;
+    try {
+        CpuBackend().compile(p)->run(in.views, options);
+        ADD_FAILURE() << "the run took the outputs";
+    } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("backend `cpu` allocates its outputs itself; RunOptions::outputs is for the cuda backend"),
+                  std::string::npos) << e.what();
+    }
+}
+
 TEST(CpuBackend, InterleaveWithMismatchedLengthsGivesACompileError) {
     ProgramBuilder pb("p");
     Size n = pb.symbol("N"), m = pb.symbol("M");

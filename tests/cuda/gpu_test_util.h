@@ -98,6 +98,12 @@ public:
         cuda::ContextGuard guard(0);
         cuda::driver().cuMemFree(ptr_);
     }
+    // Copies `host` (as many bytes as the first tensor's) over the device bytes, on `stream`.
+    void upload(const Tensor& host, CUstream stream = nullptr) const {
+        cuda::ContextGuard guard(0);
+        SCANC_CU(cuMemcpyHtoDAsync, ptr_, host.data(), bytes_, stream);
+        SCANC_CU(cuStreamSynchronize, stream);
+    }
     TensorView on_device(TensorView host_view) const {
         host_view.data = reinterpret_cast<char*>(ptr_) + (static_cast<const char*>(host_view.data) - host_);
         host_view.device = {DeviceKind::CUDA, 0};

@@ -103,3 +103,29 @@ def test_cuda_tensors_in_give_cuda_tensors_out_on_the_same_device():
     (y,) = MOD.run("scan_f64", x, backend="cuda")
     assert isinstance(y, torch.Tensor) and y.device == x.device
     torch.testing.assert_close(y, torch.cumsum(x, dim=1), rtol=1e-9, atol=1e-9)
+
+
+def test_outputs_given_to_a_cpu_backend_are_refused_with_the_option_named():
+    x = torch.randn(2, 5)
+    for backend in ("reference", "cpu"):
+        if backend not in scanc.available_backends():
+            continue
+        with pytest.raises(scanc.CompileError, match=f"backend `{backend}` allocates its outputs"):
+            MOD.run("scan_f32", x, backend=backend, out=[torch.empty(2, 5)])
+
+
+def test_something_that_is_not_a_tensor_as_an_output_is_a_type_error():
+    with pytest.raises(TypeError, match="output 0 of program `scan_f32` is a str"):
+        MOD.run("scan_f32", torch.randn(2, 5), out=["not a tensor"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or "cuda" not in scanc.available_backends(),
+                    reason="needs a GPU and the CUDA backend")
+def test_cuda_results_go_into_given_tensors_of_any_strides_and_come_back_as_them():
+    x = torch.randn(4, 10_007, device="cuda", dtype=torch.float64)
+    out = torch.empty(10_007, 4, device="cuda", dtype=torch.float64).t()  # transposed
+    (y,) = MOD.run("scan_f64", x, backend="cuda", out=[out])
+    assert y is out
+    torch.testing.assert_close(out, torch.cumsum(x, dim=1), rtol=1e-9, atol=1e-9)
+    with pytest.raises(scanc.CompileError, match="shape mismatch: output 0"):
+        MOD.run("scan_f64", x, backend="cuda", out=[torch.empty(4, 3, device="cuda", dtype=torch.float64)])

@@ -170,11 +170,6 @@ def test_graph_tracers_record_the_op_that_plain_eager_calls_skip(monkeypatch):
     assert calls == []
 
 
-def test_both_ops_keep_torch_compiles_cuda_graphs_out_since_a_replay_would_repeat_their_epoch():
-    for op in (torch.ops.scanc.associative_scan.default, torch.ops.scanc.associative_scan_backward.default):
-        assert torch.Tag.cudagraph_unsafe in op.tags, op
-
-
 def test_the_multi_line_program_text_of_earlier_exports_still_runs():
     x = randn(2, 11)
     text = "combine combine_fn(l0 | r0) {\n  t0 = l0 + r0\n  return t0\n}\n"

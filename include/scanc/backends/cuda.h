@@ -9,17 +9,24 @@
 //   - Deterministic: the same inputs give bit-identical outputs run to run. The cross-tile
 //     look-back always folds the same aggregates in the same association (a fixed window), at
 //     the cost of waiting for a window's predecessors (docs/benchmarks.md states the cost).
-//   - Inputs on a CUDA device are read in place; outputs are allocated on that device, stream
-//     ordered (cuMemAllocAsync) on RunOptions::stream, and freed on that stream when the last
-//     Tensor referring to them goes (keep the stream alive as long as the outputs).
+//   - Inputs on a CUDA device are read in place. Outputs go where RunOptions::outputs says, or
+//     are allocated on that device, stream ordered (cuMemAllocAsync) on RunOptions::stream, and
+//     freed on that stream when the last Tensor referring to them goes (keep the stream alive as
+//     long as such outputs).
 //   - When every input is on the CPU, inputs are copied to device 0, the program runs there, and
-//     the outputs are copied back to new CPU tensors before run() returns.
-//   - An Executable runs launches in order on one stream at a time: a run on a different stream
-//     first waits for the previous one (the look-back state is per Executable). So the stream an
-//     Executable last ran on must outlive it, or its next run on another stream (the executable
-//     waits on that stream, and frees its look-back words there when it goes).
-//   - A run on a stream that is capturing a CUDA graph throws RuntimeError: a replay would repeat
-//     the run's look-back epoch and take the previous replay's look-back words for its own.
+//     the outputs are copied back to new CPU tensors before run() returns (unless
+//     RunOptions::outputs puts them in device memory).
+//   - An Executable's runs are ordered: each waits (on the device, through an event) for the
+//     previous one, whatever their streams, since they share the executable's look-back words.
+//     No stream needs to outlive the executable.
+//   - A run may be captured into a CUDA graph (any capture mode): its launches then use look-back
+//     words of their own, which the graph allocates, zeroes and frees around them, so every
+//     replay computes from its current inputs. Its inputs must be in device memory. Outputs it
+//     allocates are the graph's (CUDA graph memory nodes: free them before the next launch, or
+//     instantiate with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH); RunOptions::outputs
+//     writes into memory the caller owns instead. A first run inside a capture compiles and loads
+//     its kernels there (they are not stream work). Captured runs are not ordered against the
+//     executable's other runs: the graph's launches carry their own order.
 //   - Compiled binaries are cached in memory and in $SCANC_CACHE_DIR (default ~/.cache/scanc).
 //     A program compiles once, at its first run: the kernels that run launches first (it waits
 //     for those only), then the program's others on background threads.

@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scanc/ir/node.h"
@@ -16,6 +17,12 @@ struct RunOptions {
     int num_threads = 0;    // CPU: 0 = the backend's default (SCANC_NUM_THREADS or all cores)
     bool ordered = false;   // CPU: combine strictly left to right (bitwise = reference)
     void* stream = nullptr;  // CUDA: the CUstream to run on (null: the default stream)
+    // CUDA: where the results go, one view per result in return order: the result's dtype and
+    // shape, memory of the run's device, any strides (no two elements in one place), overlapping
+    // no input and no other output. run() writes there and returns tensors that view it (the
+    // caller's memory, not owned). Empty: run() allocates the outputs. What a CUDA graph capture
+    // wants (cuda.h). Other backends refuse it (CompileError).
+    std::span<const TensorView> outputs;
 };
 
 class Executable {
@@ -38,5 +45,13 @@ public:
 // dtypes, ranks, constant sizes, symbols that must agree, and bounds. CompileError naming the
 // parameter and the dim otherwise.
 Bindings bind_inputs(const Program& program, std::span<const TensorView> inputs);
+
+// CompileError unless `options` leaves the outputs to `backend` (it cannot write into given ones).
+void refuse_given_outputs(const RunOptions& options, const Program& program, std::string_view backend);
+// CompileError unless `outputs` fit RunOptions::outputs' rules for a run of `program` on `device`
+// with these inputs and bindings (count, device, dtype, shape, no element in two places, no
+// overlap with an input of the same kind of memory or with another output).
+void check_given_outputs(const Program& program, const Bindings& bindings, std::span<const TensorView> inputs,
+                         std::span<const TensorView> outputs, Device device);
 
 }  // namespace scanc

@@ -27,15 +27,13 @@ from .trace import trace_combine
 def _scan(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
           reverse: bool) -> list[Tensor]:
     compiled = programs.forward(program, xs, captured, dim, reverse)
-    return [o.contiguous() for o in programs.run(compiled, list(xs) + list(captured))]
+    # On CUDA the results go into tensors of torch's allocator: torch.compile's CUDA graphs
+    # (reduce-overhead) want every output in their memory pool, in warm-up runs and captures.
+    outputs = [x.new_empty(x.shape) for x in xs] if xs[0].is_cuda else None
+    return [o.contiguous() for o in programs.run(compiled, list(xs) + list(captured), outputs)]
 
 
-# A CUDA graph replays a run's look-back epoch, which scanc's CUDA backend refuses to be
-# captured with: the tag makes torch.compile's CUDA graphs leave the ops out (torch >= 2.9).
-_CUDAGRAPH_UNSAFE = (torch.Tag.cudagraph_unsafe,) if hasattr(torch.Tag, "cudagraph_unsafe") else ()
-
-
-@torch.library.custom_op("scanc::associative_scan", mutates_args=(), tags=_CUDAGRAPH_UNSAFE)
+@torch.library.custom_op("scanc::associative_scan", mutates_args=())
 def scan_op(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
             reverse: bool) -> list[Tensor]:
     return _scan(program, xs, captured, dim, reverse)
@@ -52,11 +50,15 @@ def _contribution_shape(x: Tensor, dim: int) -> list:
     return shape
 
 
-@torch.library.custom_op("scanc::associative_scan_backward", mutates_args=(), tags=_CUDAGRAPH_UNSAFE)
+@torch.library.custom_op("scanc::associative_scan_backward", mutates_args=())
 def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured: list[Tensor],
                      grads: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
     compiled = programs.backward(program, xs, captured, dim, reverse)
-    outs = programs.run(compiled, list(xs) + list(ys) + list(captured) + list(grads))
+    outputs = None
+    if xs[0].is_cuda:  # as in _scan: dxs, then the contributions it computes
+        outputs = [x.new_empty(x.shape) for x in xs]
+        outputs += [xs[0].new_empty(_contribution_shape(xs[0], dim)) for _ in compiled.captured_outputs]
+    outs = programs.run(compiled, list(xs) + list(ys) + list(captured) + list(grads), outputs)
     n = len(xs)
     contributions = dict(zip(compiled.captured_outputs, outs[n:]))
     result = [o.contiguous() for o in outs[:n]]

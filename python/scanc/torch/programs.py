@@ -71,9 +71,10 @@ def _backend(device: torch.device) -> str:
     return backend
 
 
-def run(compiled: CompiledScan, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+def run(compiled: CompiledScan, inputs: list[torch.Tensor],
+        outputs: list[torch.Tensor] | None = None) -> tuple[torch.Tensor, ...]:
     """Runs on the inputs' device: the CPU backend with torch's thread count, or CUDA on the
-    current stream."""
+    current stream. `outputs` (CUDA): tensors the results are written into, and returned."""
     device = inputs[0].device
     backend = _backend(device)
     stream = torch.cuda.current_stream(device).cuda_stream if backend == "cuda" else 0
@@ -81,6 +82,11 @@ def run(compiled: CompiledScan, inputs: list[torch.Tensor]) -> tuple[torch.Tenso
     # scanc's bindings are Python whose checks cost more than a small scan (__dlpack__ also
     # refuses tensors that require grad, which a capsule does not care about).
     capsules = [_to_dlpack(t) for t in inputs]
+    if outputs is not None:
+        compiled.module.run_tensors(compiled.program, capsules, backend=backend,
+                                    framework="dlpack", stream=stream,
+                                    outputs=[_to_dlpack(o) for o in outputs])
+        return tuple(outputs)
     outs = compiled.module.run_tensors(compiled.program, capsules, backend=backend,
                                        framework="dlpack", num_threads=torch.get_num_threads(),
                                        stream=stream)

@@ -33,6 +33,7 @@ public:
         : program_(std::move(program)), plan_(cpu::make_plan(*program_)) {}
 
     std::vector<Tensor> run(std::span<const TensorView> inputs, const RunOptions& options) override {
+        refuse_given_outputs(options, *program_, "cpu");
         for (std::size_t i = 0; i < inputs.size(); ++i)
             if (inputs[i].device.kind != DeviceKind::CPU)
                 throw CompileError(program_->loc, cat("the cpu backend needs CPU tensors; input ",

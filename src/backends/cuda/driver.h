@@ -40,11 +40,19 @@ namespace scanc::cuda {
     X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool") \
     X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute")   \
     X(cuStreamIsCapturing, "cuStreamIsCapturing")       \
-    /* the capture test's */                             \
+    X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode") \
+    X(cuStreamWaitEvent, "cuStreamWaitEvent")           \
+    X(cuEventCreate, "cuEventCreate")                   \
+    X(cuEventRecord, "cuEventRecord")                   \
+    X(cuEventDestroy, "cuEventDestroy_v2")              \
+    /* the capture tests' */                             \
     X(cuStreamCreate, "cuStreamCreate")                 \
     X(cuStreamDestroy, "cuStreamDestroy_v2")            \
     X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")  \
     X(cuStreamEndCapture, "cuStreamEndCapture")         \
+    X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags") \
+    X(cuGraphLaunch, "cuGraphLaunch")                   \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy")         \
     X(cuGraphDestroy, "cuGraphDestroy")
 
 struct Driver {

@@ -97,18 +97,42 @@ struct Allocation {
     CUstream stream = nullptr;
 };
 
+// Bytes before the look-back status words: the tile counter, alone in its own line.
+constexpr std::size_t kLookbackHeader = 256;
+
+// While the calling thread's stream captures a graph, lets it make calls a global-mode capture
+// forbids (loading a kernel's module at a first run); its stream work is still captured.
+class RelaxedCaptureMode {
+public:
+    RelaxedCaptureMode() { SCANC_CU(cuThreadExchangeStreamCaptureMode, &mode_); }
+    ~RelaxedCaptureMode() { driver().cuThreadExchangeStreamCaptureMode(&mode_); }
+    RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+    RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+private:
+    CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+};
+
 }  // namespace
 
 class CudaExecutable::Run {
 public:
-    Run(CudaExecutable& exe, std::span<const TensorView> inputs, const RunOptions& options)
-        : exe_(exe), plan_(exe.plan_), stream_(static_cast<CUstream>(options.stream)) {
-        bindings_ = bind_inputs(*plan_.program, inputs);
+    // `capturing`: the stream is capturing a graph, which will replay this run's launches.
+    Run(CudaExecutable& exe, std::span<const TensorView> inputs, const RunOptions& options, bool capturing)
+        : exe_(exe), plan_(exe.plan_), stream_(static_cast<CUstream>(options.stream)), capturing_(capturing),
+          given_(!options.outputs.empty()) {
+        const Program& program = *plan_.program;
+        bindings_ = bind_inputs(program, inputs);
         host_ = std::none_of(inputs.begin(), inputs.end(),
                              [](auto& v) { return v.device.kind == DeviceKind::CUDA; });
+        if (host_ && capturing_ && !inputs.empty())
+            user_error(program.loc, cat("program `", program.name, "`: a run captured into a CUDA graph needs its ",
+                                        "inputs in device memory (a replay cannot copy host memory it no longer has)"));
+        if (given_) check_given_outputs(program, bindings_, inputs, options.outputs, {DeviceKind::CUDA, exe_.device_});
         for (std::size_t i = 0; i < inputs.size(); ++i) inputs_.push_back(device_input(inputs[i]));
         for (auto& b : plan_.buffers) buffers_.push_back(alloc_contiguous(b.node->type(), true));
-        for (auto& r : plan_.program->results) results_.push_back(alloc_contiguous(r->type(), false));
+        for (std::size_t r = 0; r < program.results.size(); ++r)
+            results_.push_back(given_ ? given_output(options.outputs[r]) : alloc_contiguous(program.results[r]->type(), false));
     }
 
     ~Run() {
@@ -130,8 +154,9 @@ public:
         for (std::size_t s = 0; s < plan_.stages.size(); ++s)
             if (chosen[s] != kNone) launch(plan_.stages[s], views[s], module.kernels[s], chosen[s]);
         std::vector<Tensor> out;
-        for (auto& r : results_) out.push_back(host_ ? to_host(r) : to_device_tensor(r));
-        if (host_) SCANC_CU(cuStreamSynchronize, stream_);
+        const bool to_host_memory = host_ && !given_;
+        for (auto& r : results_) out.push_back(to_host_memory ? to_host(r) : to_device_tensor(r));
+        if (to_host_memory) SCANC_CU(cuStreamSynchronize, stream_);
         return out;
     }
 
@@ -160,6 +185,22 @@ private:
         // Tests poison outputs so that an element a kernel forgets to write shows (NaN / -1).
         if (bytes && std::getenv("SCANC_CUDA_POISON")) SCANC_CU(cuMemsetD8Async, v.ptr, 0xff, bytes, stream_);
         return v;
+    }
+
+    static DeviceView given_output(const TensorView& out) {
+        return {reinterpret_cast<CUdeviceptr>(out.data), out.dtype, out.sizes, out.strides};
+    }
+
+    // A captured launch's look-back state: words of its own, zeroed by the graph before it and
+    // freed after the run, so that every replay starts from zeroed words at epoch 1 (a replay
+    // repeats the launch's arguments; the executable's words would carry the last replay's
+    // epoch). None where the launch uses none.
+    LookbackWords graph_lookback(std::size_t bytes, const Tuning& t) {
+        if (bytes == 0 && !t.tickets) return {};
+        const std::size_t total = bytes + kLookbackHeader;
+        const CUdeviceptr words = alloc(total, true);
+        SCANC_CU(cuMemsetD8Async, words, 0, total, stream_);
+        return {words + kLookbackHeader, words, 1, 0};
     }
 
     DeviceView device_input(const TensorView& in) {
@@ -339,14 +380,13 @@ private:
             }
             if (blocks >= (i64{1} << 31))
                 user_error({}, cat("scan too large for one launch: ", blocks, " tiles"));
-            std::uint64_t status, counter;
-            std::uint32_t epoch, base;
-            exe_.prepare_lookback(static_cast<std::size_t>(status_words) * 8,
-                                  static_cast<std::uint32_t>(blocks), stream_, status, counter, epoch, base);
-            for (i64 v : {static_cast<i64>(status), static_cast<i64>(counter), i64{epoch}, i64{base}, outer,
-                          len, inner, chunks, groups, per_tile})
+            const std::size_t bytes = static_cast<std::size_t>(status_words) * 8;
+            const LookbackWords w = capturing_ ? graph_lookback(bytes, t)
+                                               : exe_.prepare_lookback(bytes, static_cast<std::uint32_t>(blocks), stream_);
+            for (i64 v : {static_cast<i64>(w.status), static_cast<i64>(w.counter), i64{w.epoch}, i64{w.tile_base},
+                          outer, len, inner, chunks, groups, per_tile})
                 args.push_back(v);
-            if (stamps) stamps->first = status + static_cast<CUdeviceptr>(lookback_words * 8);
+            if (stamps) stamps->first = w.status + static_cast<CUdeviceptr>(lookback_words * 8);
         }
         if (!fn) {  // reachable_kernels and choose disagree: a bug, not bad input
             std::string dims;
@@ -375,6 +415,7 @@ private:
         view.sizes = v.sizes;
         view.strides = v.strides;
         view.device = {DeviceKind::CUDA, exe_.device_};
+        if (given_) return Tensor::wrap(view, nullptr);  // the caller's memory
         CUstream stream = stream_;
         int device = exe_.device_;
         std::shared_ptr<void> owner(reinterpret_cast<void*>(v.ptr), [stream, device](void* p) {
@@ -388,6 +429,7 @@ private:
     CudaExecutable& exe_;
     const Plan& plan_;
     CUstream stream_;
+    bool capturing_, given_;  // given_: the results go where RunOptions::outputs says
     Bindings bindings_;
     bool host_ = false;
     std::vector<DeviceView> inputs_, buffers_, results_;
@@ -487,21 +529,21 @@ CudaExecutable::Module& CudaExecutable::module_for(const std::vector<std::option
 }
 
 CudaExecutable::~CudaExecutable() {
-    if (!lookback_) return;
+    if (!last_run_) return;
     try {
         ContextGuard guard(device_);
-        driver().cuMemFreeAsync(lookback_, last_stream_);
+        // Freed after the last run, on a stream of this thread's: the caller's may be gone.
+        if (lookback_ && driver().cuStreamWaitEvent(CU_STREAM_PER_THREAD, last_run_, 0) == CUDA_SUCCESS)
+            driver().cuMemFreeAsync(lookback_, CU_STREAM_PER_THREAD);
+        driver().cuEventDestroy(last_run_);
     } catch (...) {  // a destructor must not throw; the memory goes with the context
     }
 }
 
-void CudaExecutable::prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream,
-                                      std::uint64_t& status, std::uint64_t& counter,
-                                      std::uint32_t& epoch, std::uint32_t& tile_base) {
-    constexpr std::size_t kHeader = 256;  // the tile counter, alone in its own line
-    if (!lookback_ || bytes + kHeader > lookback_bytes_) {
+CudaExecutable::LookbackWords CudaExecutable::prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream) {
+    if (!lookback_ || bytes + kLookbackHeader > lookback_bytes_) {
         if (lookback_) SCANC_CU(cuMemFreeAsync, lookback_, stream);
-        lookback_bytes_ = std::max(bytes + kHeader, lookback_bytes_ * 2);
+        lookback_bytes_ = std::max(bytes + kLookbackHeader, lookback_bytes_ * 2);
         SCANC_CU(cuMemAllocAsync, &lookback_, lookback_bytes_, stream);
         SCANC_CU(cuMemsetD8Async, lookback_, 0, lookback_bytes_, stream);
         epoch_ = 0;
@@ -512,29 +554,39 @@ void CudaExecutable::prepare_lookback(std::size_t bytes, std::uint32_t tiles, CU
         epoch_ = 1;
         tickets_ = 0;
     }
-    counter = lookback_;
-    status = lookback_ + kHeader;
-    epoch = epoch_;
-    tile_base = tickets_;
+    const LookbackWords words{lookback_ + kLookbackHeader, lookback_, epoch_, tickets_};
     tickets_ += tiles;
+    return words;
 }
 
 std::vector<Tensor> CudaExecutable::run(std::span<const TensorView> inputs, const RunOptions& options) {
     std::lock_guard lock(mu_);
     ContextGuard guard(device_);
     CUstream stream = static_cast<CUstream>(options.stream);
-    // A graph replays a run's kernel arguments, look-back epoch included: its tiles would take the
-    // last replay's look-back words for their own and compute wrong sums. Refuse, before any work.
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (driver().cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE)
-        throw RuntimeError("CUDA: a scanc run cannot be captured into a CUDA graph (each run's look-back "
-                           "words carry a per-run epoch that a replay would repeat); run it outside the capture");
-    // The look-back words are shared by this executable's launches: order them on one stream.
-    if (ran_ && stream != last_stream_) SCANC_CU(cuStreamSynchronize, last_stream_);
-    ran_ = true;
-    last_stream_ = stream;
-    Run run(*this, inputs, options);
-    return run.launch_all();
+    SCANC_CU(cuStreamIsCapturing, stream, &capture);
+    if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        // Captured launches use look-back words of their own (Run::graph_lookback), not the
+        // executable's: nothing to order against the eager runs.
+        RelaxedCaptureMode relaxed;
+        Run run(*this, inputs, options, true);
+        return run.launch_all();
+    }
+    // The look-back words are shared by this executable's runs: each waits for the last one,
+    // whatever its stream (a no-op on the same stream).
+    if (last_run_)
+        SCANC_CU(cuStreamWaitEvent, stream, last_run_, 0);
+    else
+        SCANC_CU(cuEventCreate, &last_run_, CU_EVENT_DISABLE_TIMING);
+    Run run(*this, inputs, options, false);
+    try {
+        std::vector<Tensor> out = run.launch_all();
+        SCANC_CU(cuEventRecord, last_run_, stream);
+        return out;
+    } catch (...) {  // launches that went out before the failure still use the words
+        driver().cuEventRecord(last_run_, stream);
+        throw;
+    }
 }
 
 }  // namespace scanc::cuda

@@ -53,10 +53,14 @@ private:
     // Loads (compiling first where needed) the kernel each stage launches with (kNone: none).
     void load_kernels(Module& module, const std::vector<Kernel>& chosen);
 
-    // The status words and tile counter for `bytes` of look-back state; bumps the epoch.
-    void prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream,
-                          std::uint64_t& status, std::uint64_t& counter, std::uint32_t& epoch,
-                          std::uint32_t& tile_base);
+    // A launch's look-back state: its status words, tile counter, epoch and first ticket.
+    struct LookbackWords {
+        std::uint64_t status = 0, counter = 0;
+        std::uint32_t epoch = 0, tile_base = 0;
+    };
+    // The executable's words for `bytes` of look-back state (grown on `stream` as needed), with a
+    // new epoch, so that no launch needs them zeroed; `tiles` tickets taken.
+    LookbackWords prepare_lookback(std::size_t bytes, std::uint32_t tiles, CUstream stream);
 
     ProgramRef program_;
     Plan plan_;
@@ -67,8 +71,9 @@ private:
     CUdeviceptr lookback_ = 0;      // [counter (256 bytes)][status words]
     std::size_t lookback_bytes_ = 0;
     std::uint32_t epoch_ = 0, tickets_ = 0;
-    CUstream last_stream_ = nullptr;
-    bool ran_ = false;
+    // Recorded after each run outside a graph capture: the next run, on whichever stream, waits
+    // for it before it touches the look-back words, and the destructor frees them after it.
+    CUevent last_run_ = nullptr;
 };
 
 }  // namespace scanc::cuda

@@ -47,7 +47,8 @@ public:
         for (auto& r : program_->results) readers_[r.get()] += 1;
     }
 
-    std::vector<Tensor> run(std::span<const TensorView> inputs, const RunOptions&) override {
+    std::vector<Tensor> run(std::span<const TensorView> inputs, const RunOptions& options) override {
+        refuse_given_outputs(options, *program_, "reference");
         Bindings bindings = bind_inputs(*program_, inputs);
         std::unordered_map<const Node*, std::vector<Tensor>> values;
         std::unordered_map<const Node*, int> remaining = readers_;
