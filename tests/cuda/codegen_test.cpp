@@ -2,6 +2,7 @@
 // plan fuses what it should, and the source never mentions a size.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <regex>
@@ -203,6 +204,29 @@ TEST(CudaCodegen, EmitsPtxWithoutAGpu) {
     for (const char* kernel : {"scanc_rows_0", "scanc_rows_shared_0", "scanc_resident_0", "scanc_resident_groups_0", "scanc_cols_0"})
         EXPECT_NE(ptx.find(std::string(".entry ") + kernel + "("), std::string::npos) << kernel;
     EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
+}
+
+TEST(CudaCodegen, SourcesCarryTheirNvrtcOptionsWhichTheCompileUses) {
+    // SCANC_NVRTC_OPTIONS goes into the source (so into the cache key and `scanc emit`), and
+    // NVRTC gets it from there: a bad option fails the compile naming it.
+    SKIP_WITHOUT_NVRTC();
+    const std::string plain = emit_cuda(mamba_like());
+    EXPECT_EQ(plain.find(cuda::kNvrtcOptionsLine), std::string::npos) << "no options line by default";
+    setenv("SCANC_NVRTC_OPTIONS", "-DSCANC_TEST_OPTION=1 --no-such-option", 1);
+    const std::string marked = emit_cuda(mamba_like());
+    unsetenv("SCANC_NVRTC_OPTIONS");
+    EXPECT_NE(marked.find("// nvrtc options: -DSCANC_TEST_OPTION=1 --no-such-option\n"), std::string::npos);
+    try {
+        cuda::nvrtc_compile(marked, "compute_90", "marked.cu", 0);
+        ADD_FAILURE() << "NVRTC took an option it does not have";
+    } catch (const RuntimeError& e) {
+        EXPECT_NE(std::string(e.what()).find("--no-such-option"), std::string::npos) << e.what();
+    }
+    // A known option passes through: the define reaches the source.
+    std::string checked = marked;
+    checked.replace(checked.find(" --no-such-option"), 17, "");
+    checked += "\n#ifndef SCANC_TEST_OPTION\n#error the options line did not reach NVRTC\n#endif\n";
+    EXPECT_FALSE(cuda::nvrtc_compile(checked, "compute_90", "checked.cu", 0).binary.empty());
 }
 
 }  // namespace

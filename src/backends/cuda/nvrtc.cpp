@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "scanc/error.h"
@@ -149,6 +150,18 @@ void check(Result r, const char* what, const std::string& log = {}) {
                            log.empty() ? "" : "\ncompile log:\n", log));
 }
 
+// The options a generated source names on its options line (codegen.h), if it has one.
+std::vector<std::string> options_in(const std::string& source) {
+    const std::size_t header = source.find("\n#");  // the line is among the leading comments
+    const std::size_t at = source.substr(0, header).find(kNvrtcOptionsLine);
+    if (at == std::string::npos) return {};
+    const std::size_t begin = at + std::strlen(kNvrtcOptionsLine), end = source.find('\n', begin);
+    std::istringstream words(source.substr(begin, end - begin));
+    std::vector<std::string> out;
+    for (std::string w; words >> w;) out.push_back(w);
+    return out;
+}
+
 }  // namespace
 
 bool nvrtc_available(std::string* why) {
@@ -173,6 +186,8 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, co
     check(n.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
     std::string arch_opt = "--gpu-architecture=" + arch, entry_opt = cat("-DSCANC_ONLY_ENTRY=", entry);
     std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "-default-device", "--fmad=true"};
+    const std::vector<std::string> source_opts = options_in(source);
+    for (const std::string& o : source_opts) opts.push_back(o.c_str());
     if (entry >= 0) {
         opts.push_back(entry_opt.c_str());
     } else {

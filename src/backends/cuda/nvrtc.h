@@ -8,6 +8,10 @@
 
 namespace scanc::cuda {
 
+// A source may name options of its own on a line starting with this, among its leading
+// comments (before its first preprocessor line); nvrtc_compile adds them.
+inline constexpr const char* kNvrtcOptionsLine = "// nvrtc options: ";
+
 struct NvrtcOutput {
     std::vector<char> binary;  // CUBIN for a real arch (sm_90), PTX text for a virtual one
     bool is_ptx = false;
