@@ -349,6 +349,37 @@ TEST_F(CudaDifferential, PrefixesPublishedInSeveralCopiesMatch) {
     }
 }
 
+TEST_F(CudaDifferential, WindowPrefixesMadeFromTheWindowBeforeCarryTheChainsBits) {
+    // skip=1: a window's tiles may make the last window end's prefix from the one before it and
+    // that window end's F, with the same combines, so the results are bitwise those of skip=0
+    // (the affine scan of reals shows it; the sums of integers are exact either way). Tiles of
+    // 64 x 4 and windows of 32 give rows of up to 122 windows.
+    auto program = parse_program(kRowScans);
+    Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1};
+    for (auto [m, n] : {std::pair{1, 1000003}, {3, 65537}, {2, 300001}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+        std::vector<Tensor> in = {random_tensor(DType::F32, {m, n}, rng),
+                                  random_tensor(DType::F32, {m, n}, rng, coefficient),
+                                  random_tensor(DType::F32, {m, n}, rng, offset)};
+        auto want = ReferenceBackend().compile(program)->run(cuda_test::views(in));
+        for (const char* copies : {"pcopies=1", "pcopies=8"}) {
+            std::vector<Tensor> chain, skip;
+            {
+                TuningOverride tuning(cat("rows=64x4,window=32,skip=0,", copies).c_str());
+                chain = CudaBackend().compile(program)->run(cuda_test::views(in));
+            }
+            {
+                TuningOverride tuning(cat("rows=64x4,window=32,skip=1,", copies).c_str());
+                skip = CudaBackend().compile(program)->run(cuda_test::views(in));
+            }
+            for (std::size_t r = 0; r < want.size(); ++r) {
+                EXPECT_TRUE(close(skip[r], chain[r], 0, 0)) << copies << ", result " << r;
+                EXPECT_TRUE(close(skip[r], want[r], 1e-4, 1e-5)) << copies << ", result " << r;
+            }
+        }
+    }
+}
+
 TEST_F(CudaDifferential, RowsOfOneSharedTileAndLongerRowsRunInTilesOfTheirOwnSize) {
     // sitems=4: rows of up to 64 x 4 elements run in the shared kernel's tiles (two to a tile up
     // to 128, one from 129 to 256), longer ones in look-back tiles of 64 x 16; res=32x2 leaves

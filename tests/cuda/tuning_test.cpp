@@ -17,7 +17,7 @@ struct Env {
 TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     Tuning table = choose_tuning(2, 90);
     Env env("rows=64x8,sitems=4,scitems=6,smb=3,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
-            "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0");
+            "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0,skip=0");
     Tuning t = choose_tuning(2, 90);
     EXPECT_EQ(t.row_threads, 64);
     EXPECT_EQ(t.row_items, 8);
@@ -41,7 +41,8 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_TRUE(t.stamps);
     EXPECT_FALSE(t.fixed_steps);
     EXPECT_FALSE(t.vector_rows);
-    EXPECT_TRUE(table.fixed_steps && table.vector_rows);
+    EXPECT_FALSE(t.row_skip);
+    EXPECT_TRUE(table.fixed_steps && table.vector_rows && table.row_skip);
     EXPECT_EQ(t.map_threads, table.map_threads);
 }
 

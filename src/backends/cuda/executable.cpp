@@ -372,8 +372,9 @@ private:
                 chunks = rows.shared ? 1 : ceil_div(len, tile);
                 blocks = ceil_div(outer, per_tile) * chunks;
                 threads = static_cast<unsigned>(t.row_threads);
-                // A, then the copies of P (per row and chunk), then the stamps' records (per tile)
-                lookback_words = outer * chunks * (1 + t.row_pcopies) * nw;
+                // A, then the copies of P (per row and chunk), the window ends' F (f and A: skip),
+                // then the stamps' records (per tile)
+                lookback_words = outer * chunks * (1 + t.row_pcopies + (t.row_skip ? 2 : 0)) * nw;
                 status_words = chunks > 1 || t.stamps ? lookback_words + (t.stamps ? blocks * 8 : 0) : 0;
                 // The stamps of look-back tiles, after the look-back words (A, P copies).
                 if (t.stamps) stamps.emplace(0, StampsHeader{blocks, chunks, outer, len, t.row_window, tile, nw});

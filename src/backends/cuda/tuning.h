@@ -29,6 +29,10 @@ struct Tuning {
     // Copies of each window end's inclusive prefix, in separate arrays: the tiles of a window
     // poll them in turn, so their polls spread over several places in L2.
     int row_pcopies = 1;
+    // Window ends publish F = (the fold of their window's aggregates, their own aggregate) too,
+    // so that a window's tiles can make the last window end's prefix from the one before it
+    // (the same bits: wait_window_prefix in kernels.cpp) when it is late.
+    bool row_skip = false;
     // Look-back tiles in chunk-major order (chunk c of every row before chunk c + 1 of any), so
     // that the rows' look-back chains advance side by side (false: row-major, as a measurement).
     bool chunk_major = true;
@@ -82,7 +86,8 @@ struct Tuning {
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
 // key=value with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
-// res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1 (e.g. "rows=128x32,mb=4");
+// res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1,
+// skip=0|1 (e.g. "rows=128x32,mb=4");
 // RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 

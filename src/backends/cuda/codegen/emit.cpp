@@ -114,6 +114,7 @@ private:
              << "    static constexpr int RES_THREADS = " << tuning_.res_threads << ", RES_ITEMS = " << tuning_.res_items
              << ";\n    static constexpr bool TICKETS = " << (tuning_.tickets ? "true" : "false")
              << ", NONDET = " << (tuning_.nondeterministic ? "true" : "false")
+             << ", ROW_SKIP = " << (tuning_.row_skip ? "true" : "false")
              << ", STAMPS = " << (tuning_.stamps ? "true" : "false") << ";\n";
         emit_steps();
         out_ << "    struct State {";

@@ -248,6 +248,51 @@ template <bool ON> struct TileStamps {
     }
 };
 
+// The prefix P(e) of the window end e = ws - 1 that the tiles of the window at ws fold onto
+// (ROW_SKIP): polled (praw holds the first poll), or, where that window end has published its
+// F = (f, a) and P(e - W) is out (`p_before`, null for the first two windows), made as that
+// window end makes it: combine(combine(P(e - W), f), a). Either way the same bits, so the
+// result does not depend on which arrives first, and the chain of window prefixes advances two
+// windows per round trip. Returns the rounds of polls (the stamps instrument).
+template <class K>
+__device__ __forceinline__ int wait_window_prefix(u64 (&praw)[1][K::NW], const u64* p_at, const u64* f_at,
+                                                  const u64* a_at, const u64* p_before, u32 epoch,
+                                                  typename K::State& out, const typename K::Cap& cap) {
+    for (int ns = 16, rounds = 0;; ns = ns < 128 ? 2 * ns : ns, ++rounds) {
+        bool ready = true;
+        u32 w[K::NW];
+        #pragma unroll
+        for (int q = 0; q < K::NW; ++q) {
+            ready = ready && (u32)(praw[0][q] >> 32) == epoch;
+            w[q] = (u32)praw[0][q];
+        }
+        if (ready) {
+            out = K::from_words(w);
+            return rounds;
+        }
+        if (p_before) {
+            u64 fv[K::NW], av[K::NW], pv[K::NW];
+            #pragma unroll
+            for (int q = 0; q < K::NW; ++q) fv[q] = ld_status(f_at + q), av[q] = ld_status(a_at + q), pv[q] = ld_status(p_before + q);
+            bool made = true;
+            u32 fw[K::NW], aw[K::NW], pw[K::NW];
+            #pragma unroll
+            for (int q = 0; q < K::NW; ++q) {
+                made = made && (u32)(fv[q] >> 32) == epoch && (u32)(av[q] >> 32) == epoch && (u32)(pv[q] >> 32) == epoch;
+                fw[q] = (u32)fv[q], aw[q] = (u32)av[q], pw[q] = (u32)pv[q];
+            }
+            if (made) {
+                out = K::combine(K::combine(K::from_words(pw), K::from_words(fw), cap), K::from_words(aw), cap);
+                return rounds;
+            }
+        }
+        __nanosleep(ns);
+        #pragma unroll
+        for (int q = 0; q < K::NW; ++q)
+            if ((u32)(praw[0][q] >> 32) != epoch) praw[0][q] = ld_status(p_at + q);
+    }
+}
+
 // Rows longer than a warp's resident segment: a row is split into tiles of THREADS x ITEMS
 // elements chained by a deterministic windowed look-back (a row of one tile has none). Rows of
 // at most one tile of THREADS x SHARED_ITEMS run in the SHARED kernel, scanc_rows_shared_N,
@@ -299,6 +344,9 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
     // tiles polling one P spread over ROW_PCOPIES places in L2 (tile c reads copy c % copies).
     const u64 pcopy_stride = (u64)p.outer * p.chunks * K::NW;
     auto p_of = [&](int) { return p_row + (u64)(chunk % K::ROW_PCOPIES) * pcopy_stride + (u64)(ws - 1) * K::NW; };
+    // ROW_SKIP: each window end also publishes F = (f, its own aggregate), the two states its P
+    // is made of, after the P copies (f, then the aggregates, outer x chunks x NW words each).
+    u64* const f_row = p_row + (u64)K::ROW_PCOPIES * pcopy_stride;
     u64 raw[PER][K::NW], praw[1][K::NW];
     issue_window<K, PER>(nwin, a_of, epoch, raw);
     issue_window<K, 1>(lookback && lane == 0 && ws > 0 ? 1 : 0, p_of, epoch, praw);
@@ -380,7 +428,19 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
                     pre = fh ? K::combine(pn, f, x.cap) : pn;
                 } else if (ws > 0) {
                     S pw; bool ph = false;
-                    stamp.p_rounds = finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
+                    if constexpr (K::ROW_SKIP) {
+                        if (chunk % W == W - 1 && chunk + 1 < p.chunks) {  // F, before its own wait
+                            publish<K>(f_row + (u64)chunk * K::NW, epoch, f);
+                            publish<K>(f_row + pcopy_stride + (u64)chunk * K::NW, epoch, tagg);
+                        }
+                        const i64 e = ws - 1;  // the last window's end
+                        stamp.p_rounds = wait_window_prefix<K>(praw, p_of(0), f_row + (u64)e * K::NW,
+                                                               f_row + pcopy_stride + (u64)e * K::NW,
+                                                               ws >= 2 * W ? p_of(0) - (u64)W * K::NW : nullptr,
+                                                               epoch, pw, x.cap);
+                    } else {
+                        stamp.p_rounds = finish_window<K, 1>(1, p_of, epoch, praw, ph, pw, x.cap);
+                    }
                     pre = fh ? K::combine(pw, f, x.cap) : pw;
                 }
                 stamp.mark(stamp.PREFIX);
@@ -407,7 +467,7 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
     fold<K>(ph, pre, exh, ex, x.cap);
     store_segment<K, IT, VEC>(a, x, xchg[warp], items, ph, pre, VEC ? wbase : wbase + lane, nval);
     stamp.mark(stamp.STORED);
-    const u64 lookback_words = (u64)p.outer * p.chunks * (1 + K::ROW_PCOPIES) * K::NW;
+    const u64 lookback_words = (u64)p.outer * p.chunks * (1 + K::ROW_PCOPIES + (K::ROW_SKIP ? 2 : 0)) * K::NW;
     stamp.write(p.status + lookback_words + (u64)tile * 8, (u32)chunk, (u32)(chunk - ws));
 }
 
