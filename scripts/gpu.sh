@@ -16,7 +16,8 @@
 # sweep case (TUNING plus stamps=1; bench/lookback_stamps.py; records in OUTDIR/stamps-N.bin);
 # COMPILE_AB="table scitems=48 ..." times a new process's first compile and run (gpu_bench
 # --first-launch sum, affine, sum-1d, affine-1d) under each tuning, interleaved over three rounds
-# (OUTDIR/compile_ab.txt);
+# (OUTDIR/compile_ab.txt); OPTIONS_AB="--Ofast-compile=mid ..." runs the sweep (SWEEP_ONLY applies)
+# and new processes' first runs under each SCANC_NVRTC_OPTIONS against none (OUTDIR/options_ab.txt);
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
@@ -83,6 +84,23 @@ if [ -n "${COMPILE_AB:-}" ]; then
       done
     done
   done | tee "$OUT/compile_ab.txt"
+fi
+
+if [ -n "${OPTIONS_AB:-}" ]; then
+  log "NVRTC options A/B: the sweep's cases, then new processes' first runs, default and each option interleaved"
+  for round in 1 2; do
+    for o in "" $OPTIONS_AB; do
+      echo "== sweep, options [$o]"
+      SCANC_NVRTC_OPTIONS="$o" SCANC_CACHE_DIR=$(mktemp -d) timeout 150 $BUILD/gpu_bench --sweep table 2>&1 | grep "|"
+    done
+  done | tee "$OUT/options_ab.txt"
+  for round in 1 2 3; do
+    for o in "" $OPTIONS_AB; do
+      for p in affine-1d sum-1d; do
+        SCANC_NVRTC_OPTIONS="$o" SCANC_CACHE_DIR=$(mktemp -d) timeout 60 $BUILD/gpu_bench --first-launch $p | sed "s/^/[$o] /"
+      done
+    done
+  done | tee -a "$OUT/options_ab.txt"
 fi
 
 if [ -n "${SIZES:-}" ]; then
