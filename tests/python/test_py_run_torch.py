@@ -128,4 +128,5 @@ def test_cuda_results_go_into_given_tensors_of_any_strides_and_come_back_as_them
     assert y is out
     torch.testing.assert_close(out, torch.cumsum(x, dim=1), rtol=1e-9, atol=1e-9)
     with pytest.raises(scanc.CompileError, match="shape mismatch: output 0"):
-        MOD.run("scan_f64", x, backend="cuda", out=[torch.empty(4, 3, device="cuda", dtype=torch.float64)])
+        MOD.run("scan_f64", x, backend="cuda",
+                out=[torch.empty(4, 3, device="cuda", dtype=torch.float64)])

@@ -57,7 +57,8 @@ def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured:
     outputs = None
     if xs[0].is_cuda:  # as in _scan: dxs, then the contributions it computes
         outputs = [x.new_empty(x.shape) for x in xs]
-        outputs += [xs[0].new_empty(_contribution_shape(xs[0], dim)) for _ in compiled.captured_outputs]
+        contribution = _contribution_shape(xs[0], dim)
+        outputs += [xs[0].new_empty(contribution) for _ in compiled.captured_outputs]
     outs = programs.run(compiled, list(xs) + list(ys) + list(captured) + list(grads), outputs)
     n = len(xs)
     contributions = dict(zip(compiled.captured_outputs, outs[n:]))
