@@ -28,6 +28,8 @@
 //     its kernels there (they are not stream work). Captured runs are not ordered against the
 //     executable's other runs: the graph's launches carry their own order.
 //   - Compiled binaries are cached in memory and in $SCANC_CACHE_DIR (default ~/.cache/scanc).
+//     SCANC_NVRTC_OPTIONS adds NVRTC options (for measurements; none by default): the source
+//     names them on a line of its own, so they are part of its cache key.
 //     A program compiles once, at its first run: the kernels that run launches first (it waits
 //     for those only), then the program's others on background threads.
 #pragma once
