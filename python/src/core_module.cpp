@@ -134,10 +134,7 @@ public:
         std::vector<TensorView> given_views;
         for (std::size_t r = 0; r < given.size(); ++r) {
             std::string what = cat("output ", r, " of program `", prog->name, "`");
-            if (!nb::try_cast(given[r], given_arrays[r]))
-                throw nb::type_error(cat(what, " is a ", nb::inst_name(given[r]).c_str(),
-                                         "; expected a DLPack tensor").c_str());
-            given_views.push_back(to_view(given_arrays[r], what));
+            given_views.push_back(import_array(given[r], given_arrays[r], what, what, "a DLPack tensor"));
         }
         RunOptions options;
         options.num_threads = num_threads;
@@ -160,6 +157,15 @@ public:
     }
 
 private:
+    // `object` as a view of its memory, kept referenced by `array` (`what` names it in dtype and
+    // device errors); TypeError "`named` is a T; expected `expected`" when it is not a tensor.
+    static TensorView import_array(nb::handle object, InputArray& array, const std::string& named,
+                                   const std::string& what, const char* expected) {
+        if (!nb::try_cast(object, array))
+            throw nb::type_error(cat(named, " is a ", nb::inst_name(object).c_str(), "; expected ", expected).c_str());
+        return to_view(array, what);
+    }
+
     // Views of the inputs' memory; TypeError for what is not a tensor, CompileError for a
     // dtype or device scanc (or the backend) cannot read.
     static std::vector<TensorView> import_inputs(const Program& prog, const nb::list& inputs,
@@ -171,11 +177,8 @@ private:
         for (std::size_t i = 0; i < arrays.size(); ++i) {
             std::string what = i < prog.params.size() ? cat("input `", prog.params[i]->name, "`")
                                                       : cat("input ", i);
-            if (!nb::try_cast(inputs[i], arrays[i]))
-                throw nb::type_error(cat(what, " of program `", prog.name, "` is a ",
-                                         nb::inst_name(inputs[i]).c_str(),
-                                         "; expected a NumPy array or a DLPack tensor").c_str());
-            views.push_back(to_view(arrays[i], what));
+            views.push_back(import_array(inputs[i], arrays[i], cat(what, " of program `", prog.name, "`"), what,
+                                         "a NumPy array or a DLPack tensor"));
             if (views.back().device.kind == DeviceKind::CUDA && resolved != "cuda")
                 user_error({}, cat(what, " is in CUDA memory, but backend `", resolved,
                                    "` runs on the CPU; use backend=\"cuda\" or move it there"));

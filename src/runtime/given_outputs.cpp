@@ -46,6 +46,13 @@ bool elements_apart(const TensorView& v) {
     return true;
 }
 
+// "[3, 5]"
+std::string bracketed(const std::vector<i64>& sizes) {
+    std::string s;
+    for (i64 x : sizes) s += cat(s.empty() ? "" : ", ", x);
+    return "[" + s + "]";
+}
+
 }  // namespace
 
 void refuse_given_outputs(const RunOptions& options, const Program& program, std::string_view backend) {
@@ -69,13 +76,9 @@ void check_given_outputs(const Program& program, const Bindings& bindings, std::
             user_error(program.loc, cat("dtype mismatch: ", what, " must be ", dtype_name(type.dtype), ", got ",
                                         dtype_name(out.dtype)));
         const std::vector<i64> want = evaluate_shape(type.shape, bindings);
-        if (out.sizes != want) {
-            std::string got;
-            for (i64 s : out.sizes) got += cat(got.empty() ? "" : ", ", s);
-            std::string expected;
-            for (i64 s : want) expected += cat(expected.empty() ? "" : ", ", s);
-            user_error(program.loc, cat("shape mismatch: ", what, " must be [", expected, "], got [", got, "]"));
-        }
+        if (out.sizes != want)
+            user_error(program.loc, cat("shape mismatch: ", what, " must be ", bracketed(want), ", got ",
+                                        bracketed(out.sizes)));
         if (!elements_apart(out))
             user_error(program.loc, cat(what, " has elements in one place (a zero or overlapping stride)"));
         const ByteExtent extent = byte_extent(out);

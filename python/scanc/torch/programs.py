@@ -82,14 +82,12 @@ def run(compiled: CompiledScan, inputs: list[torch.Tensor],
     # scanc's bindings are Python whose checks cost more than a small scan (__dlpack__ also
     # refuses tensors that require grad, which a capsule does not care about).
     capsules = [_to_dlpack(t) for t in inputs]
-    if outputs is not None:
-        compiled.module.run_tensors(compiled.program, capsules, backend=backend,
-                                    framework="dlpack", stream=stream,
-                                    outputs=[_to_dlpack(o) for o in outputs])
-        return tuple(outputs)
+    given = None if outputs is None else [_to_dlpack(o) for o in outputs]
     outs = compiled.module.run_tensors(compiled.program, capsules, backend=backend,
                                        framework="dlpack", num_threads=torch.get_num_threads(),
-                                       stream=stream)
+                                       stream=stream, outputs=given)
+    if outputs is not None:
+        return tuple(outputs)
     # A custom op's outputs may not alias its inputs (scanc may hand back an input untouched;
     # cloning an empty output that "aliases" is harmless).
     ptrs = [t.data_ptr() for t in inputs]

@@ -95,11 +95,6 @@ Layout contiguous_layout(const Plan& plan);
 // The complete CUDA C++ source of a plan in layout class `layout` for compute capability `cc`:
 // prelude, one K struct per stage, extern "C" kernels.
 std::string generate_source(const Plan& plan, int cc, const Layout& layout);
-// The NVRTC options a generated source names on its options line (nvrtc.h), so that they are
-// part of the source, hence of the cache key, and `scanc emit` shows them:
-// SCANC_NVRTC_OPTIONS, for measurements (e.g. "--Ofast-compile=mid"); none by default.
-std::string kernel_compile_options();
-
 // The kernels of a generated source, in the order of their entries. Entry i alone compiles with
 // -DSCANC_ONLY_ENTRY=i, so a program's kernels compile as separate NVRTC programs in parallel.
 std::vector<std::string> kernel_entry_names(const std::string& source);
