@@ -92,9 +92,30 @@ RowTiles row_tiles(i64 len, bool vec, const Tuning& t) {
     return r;
 }
 
-struct Allocation {
-    CUdeviceptr ptr = 0;
-    CUstream stream = nullptr;
+// The device memory a run allocates, stream ordered, and frees on its stream when the run ends,
+// however it ends (an allocation or a launch that fails midway too): temporaries always, results
+// unless handed over to the Tensors that own them.
+class RunMemory {
+public:
+    explicit RunMemory(CUstream stream) : stream_(stream) {}
+    RunMemory(const RunMemory&) = delete;
+    RunMemory& operator=(const RunMemory&) = delete;
+    ~RunMemory() {
+        for (CUdeviceptr p : owned_) driver().cuMemFreeAsync(p, stream_);
+    }
+    CUdeviceptr allocate(std::size_t bytes) {
+        if (bytes == 0) return 0;
+        CUdeviceptr p = 0;
+        SCANC_CU(cuMemAllocAsync, &p, bytes, stream_);
+        owned_.push_back(p);
+        return p;
+    }
+    // `p` is someone else's to free now.
+    void hand_over(CUdeviceptr p) { std::erase(owned_, p); }
+
+private:
+    CUstream stream_;
+    std::vector<CUdeviceptr> owned_;
 };
 
 // Bytes before the look-back status words: the tile counter, alone in its own line.
@@ -120,7 +141,7 @@ public:
     // `capturing`: the stream is capturing a graph, which will replay this run's launches.
     Run(CudaExecutable& exe, std::span<const TensorView> inputs, const RunOptions& options, bool capturing)
         : exe_(exe), plan_(exe.plan_), stream_(static_cast<CUstream>(options.stream)), capturing_(capturing),
-          given_(!options.outputs.empty()) {
+          given_(!options.outputs.empty()), memory_(stream_) {
         const Program& program = *plan_.program;
         bindings_ = bind_inputs(program, inputs);
         host_ = std::none_of(inputs.begin(), inputs.end(),
@@ -130,13 +151,9 @@ public:
                                         "inputs in device memory (a replay cannot copy host memory it no longer has)"));
         if (given_) check_given_outputs(program, bindings_, inputs, options.outputs, {DeviceKind::CUDA, exe_.device_});
         for (std::size_t i = 0; i < inputs.size(); ++i) inputs_.push_back(device_input(inputs[i]));
-        for (auto& b : plan_.buffers) buffers_.push_back(alloc_contiguous(b.node->type(), true));
+        for (auto& b : plan_.buffers) buffers_.push_back(alloc_contiguous(b.node->type()));
         for (std::size_t r = 0; r < program.results.size(); ++r)
-            results_.push_back(given_ ? given_output(options.outputs[r]) : alloc_contiguous(program.results[r]->type(), false));
-    }
-
-    ~Run() {
-        for (auto& t : temps_) exe_release(t);
+            results_.push_back(given_ ? given_output(options.outputs[r]) : alloc_contiguous(program.results[r]->type()));
     }
 
     std::vector<Tensor> launch_all() {
@@ -161,19 +178,7 @@ public:
     }
 
 private:
-    static void exe_release(const Allocation& a) {
-        if (a.ptr) driver().cuMemFreeAsync(a.ptr, a.stream);
-    }
-
-    CUdeviceptr alloc(std::size_t bytes, bool temp) {
-        if (bytes == 0) return 0;
-        CUdeviceptr p = 0;
-        SCANC_CU(cuMemAllocAsync, &p, bytes, stream_);
-        if (temp) temps_.push_back({p, stream_});
-        return p;
-    }
-
-    DeviceView alloc_contiguous(const Type& t, bool temp) {
+    DeviceView alloc_contiguous(const Type& t) {
         DeviceView v;
         v.dtype = t.dtype;
         v.sizes = evaluate_shape(t.shape, bindings_);
@@ -181,7 +186,7 @@ private:
         i64 n = 1;
         for (i64 s : v.sizes) n *= s;
         std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(t.dtype);
-        v.ptr = alloc(bytes, temp);
+        v.ptr = memory_.allocate(bytes);
         // Tests poison outputs so that an element a kernel forgets to write shows (NaN / -1).
         if (bytes && std::getenv("SCANC_CUDA_POISON")) SCANC_CU(cuMemsetD8Async, v.ptr, 0xff, bytes, stream_);
         return v;
@@ -198,7 +203,7 @@ private:
     LookbackWords graph_lookback(std::size_t bytes, const Tuning& t) {
         if (bytes == 0 && !t.tickets) return {};
         const std::size_t total = bytes + kLookbackHeader;
-        const CUdeviceptr words = alloc(total, true);
+        const CUdeviceptr words = memory_.allocate(total);
         SCANC_CU(cuMemsetD8Async, words, 0, total, stream_);
         return {words + kLookbackHeader, words, 1, 0};
     }
@@ -215,7 +220,7 @@ private:
         Tensor host = in.is_contiguous() ? Tensor::wrap(in, nullptr) : contiguous_copy(in);
         std::size_t bytes = static_cast<std::size_t>(in.numel()) * dtype_size(in.dtype);
         v.strides = contiguous_strides(in.sizes);
-        v.ptr = alloc(bytes, true);
+        v.ptr = memory_.allocate(bytes);
         // From pageable memory the copy is staged before it returns, so `host` may go now.
         if (bytes) SCANC_CU(cuMemcpyHtoDAsync, v.ptr, host.data(), bytes, stream_);
         return v;
@@ -405,8 +410,7 @@ private:
         Tensor t = Tensor::empty(v.dtype, v.sizes);
         std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(v.dtype);
         if (bytes) SCANC_CU(cuMemcpyDtoHAsync, t.data(), v.ptr, bytes, stream_);
-        temps_.push_back({v.ptr, stream_});
-        return t;
+        return t;  // the device copy goes with the run's memory, after the copy on its stream
     }
 
     Tensor to_device_tensor(const DeviceView& v) {
@@ -417,6 +421,7 @@ private:
         view.strides = v.strides;
         view.device = {DeviceKind::CUDA, exe_.device_};
         if (given_) return Tensor::wrap(view, nullptr);  // the caller's memory
+        memory_.hand_over(v.ptr);
         CUstream stream = stream_;
         int device = exe_.device_;
         std::shared_ptr<void> owner(reinterpret_cast<void*>(v.ptr), [stream, device](void* p) {
@@ -433,8 +438,8 @@ private:
     bool capturing_, given_;  // given_: the results go where RunOptions::outputs says
     Bindings bindings_;
     bool host_ = false;
+    RunMemory memory_;
     std::vector<DeviceView> inputs_, buffers_, results_;
-    std::vector<Allocation> temps_;
 };
 
 CudaExecutable::CudaExecutable(ProgramRef program, int device)
