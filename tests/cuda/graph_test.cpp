@@ -231,7 +231,10 @@ TEST(CudaGraph, AFirstRunInsideACaptureCompilesItsKernelsThereAndReplaysRight) {
     Capture c(cuda_test::parse_program(text), 22);  // compile() counts it; kernels wait for a run
     Outputs outs;
     c.options.outputs = outs.views;
-    Graph graph(c.stream, [&] { c.exe->run(c.in.on_device(), c.options); });
+    Graph graph(c.stream, [&] {
+        c.exe = CudaBackend().compile(c.program);  // compile() too, inside the capture
+        c.exe->run(c.in.on_device(), c.options);
+    });
     // New to this process (compiled, or read from an earlier process's disk cache): the run
     // inside the capture was the first to load its kernels.
     const CudaCacheStats after = cuda_cache_stats();

@@ -446,6 +446,7 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
     : program_(std::move(program)), device_(device) {
     plan_ = make_plan(program_);
     ContextGuard guard(device_);
+    RelaxedCaptureMode relaxed;  // compile() inside a graph capture (scanc.torch's first call)
     const DeviceInfo& info = device_info(device_);
     sm_count_ = info.sm_count;
     int cc = info.cc_major * 10 + info.cc_minor;
