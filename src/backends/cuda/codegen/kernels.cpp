@@ -259,14 +259,8 @@ __device__ __forceinline__ int wait_window_prefix(u64 (&praw)[1][K::NW], const u
                                                   const u64* a_at, const u64* p_before, u32 epoch,
                                                   typename K::State& out, const typename K::Cap& cap) {
     for (int ns = 16, rounds = 0;; ns = ns < 128 ? 2 * ns : ns, ++rounds) {
-        bool ready = true;
         u32 w[K::NW];
-        #pragma unroll
-        for (int q = 0; q < K::NW; ++q) {
-            ready = ready && (u32)(praw[0][q] >> 32) == epoch;
-            w[q] = (u32)praw[0][q];
-        }
-        if (ready) {
+        if (unpack_tagged<K>(praw[0], epoch, w)) {
             out = K::from_words(w);
             return rounds;
         }
@@ -274,14 +268,9 @@ __device__ __forceinline__ int wait_window_prefix(u64 (&praw)[1][K::NW], const u
             u64 fv[K::NW], av[K::NW], pv[K::NW];
             #pragma unroll
             for (int q = 0; q < K::NW; ++q) fv[q] = ld_status(f_at + q), av[q] = ld_status(a_at + q), pv[q] = ld_status(p_before + q);
-            bool made = true;
             u32 fw[K::NW], aw[K::NW], pw[K::NW];
-            #pragma unroll
-            for (int q = 0; q < K::NW; ++q) {
-                made = made && (u32)(fv[q] >> 32) == epoch && (u32)(av[q] >> 32) == epoch && (u32)(pv[q] >> 32) == epoch;
-                fw[q] = (u32)fv[q], aw[q] = (u32)av[q], pw[q] = (u32)pv[q];
-            }
-            if (made) {
+            const bool f_ready = unpack_tagged<K>(fv, epoch, fw), a_ready = unpack_tagged<K>(av, epoch, aw);
+            if (unpack_tagged<K>(pv, epoch, pw) && f_ready && a_ready) {
                 out = K::combine(K::combine(K::from_words(pw), K::from_words(fw), cap), K::from_words(aw), cap);
                 return rounds;
             }
@@ -394,10 +383,8 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
             if constexpr (K::NONDET) {
                 #pragma unroll
                 for (int j = 0; j < PER; ++j) {
-                    bool ready = j < nwin;
-                    #pragma unroll
-                    for (int q = 0; q < K::NW; ++q) ready = ready && (u32)(rawp[j][q] >> 32) == epoch;
-                    if (ready) near = j * 32 + lane + 1;
+                    u32 w[K::NW];
+                    if (j < nwin && unpack_tagged<K>(rawp[j], epoch, w)) near = j * 32 + lane + 1;
                 }
                 near = __reduce_max_sync(0xffffffffu, near);
                 #pragma unroll

@@ -212,6 +212,16 @@ template <class K> __device__ __forceinline__ typename K::State wait_state(const
     }
     return K::from_words(w);
 }
+// True when all NW look-back words in raw carry this launch's epoch; w gets their data words.
+template <class K> __device__ __forceinline__ bool unpack_tagged(const u64 (&raw)[K::NW], u32 epoch, u32 (&w)[K::NW]) {
+    bool ready = true;
+    #pragma unroll
+    for (int q = 0; q < K::NW; ++q) {
+        ready = ready && (u32)(raw[q] >> 32) == epoch;
+        w[q] = (u32)raw[q];
+    }
+    return ready;
+}
 template <class K> __device__ __forceinline__ void publish(u64* p, u32 epoch, const typename K::State& s) {
     u32 w[K::NW];
     K::to_words(s, w);
