@@ -338,6 +338,19 @@ TEST_F(CudaDifferential, LookBackFromTheNearestPublishedPrefixMatches) {
     expect_rows_match(kRowScans, {{1, 257}, {1, 1000003}, {3, 65537}, {129, 40961}});
 }
 
+TEST_F(CudaDifferential, TilesThatPrefetchLaterTilesInputsMatch) {
+    // prefetch=D: each look-back tile prefetches the inputs of the tile D ahead into L2, forward
+    // and reverse, up to past the last tile (D = 1, 3 and 4096 against tiles of 64 x 4), and
+    // with a captured value that does not move along the scan dim (not prefetched).
+    for (const char* tuning : {"rows=64x4,window=32,prefetch=1", "rows=64x4,window=32,prefetch=3",
+                               "rows=64x4,window=32,prefetch=4096"}) {
+        SCOPED_TRACE(tuning);
+        TuningOverride override_tuning(tuning);
+        expect_rows_match(kRowScans, {{1, 257}, {1, 1000003}, {3, 65537}});
+        expect_captured_rows_match({{2, 4099}});
+    }
+}
+
 TEST_F(CudaDifferential, PrefixesPublishedInSeveralCopiesMatch) {
     // pcopies=C: a window end's inclusive prefix is published in C copies, tile c reads copy
     // c % C (C = 1, the 2-word table's; 3, not a divisor of the window; 8, the 1-word table's).

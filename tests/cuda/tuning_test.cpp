@@ -17,7 +17,7 @@ struct Env {
 TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     Tuning table = choose_tuning(2, 90);
     Env env("rows=64x8,sitems=4,scitems=6,smb=3,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
-            "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0,skip=0");
+            "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0,skip=0,prefetch=396");
     Tuning t = choose_tuning(2, 90);
     EXPECT_EQ(t.row_threads, 64);
     EXPECT_EQ(t.row_items, 8);
@@ -42,7 +42,8 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_FALSE(t.fixed_steps);
     EXPECT_FALSE(t.vector_rows);
     EXPECT_FALSE(t.row_skip);
-    EXPECT_TRUE(table.fixed_steps && table.vector_rows && table.row_skip);
+    EXPECT_EQ(t.row_prefetch, 396);
+    EXPECT_TRUE(table.fixed_steps && table.vector_rows && table.row_skip && table.row_prefetch > 0);
     EXPECT_EQ(t.map_threads, table.map_threads);
 }
 
@@ -100,7 +101,7 @@ TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
 }
 
 TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
-    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "rows=64x8,scitems=2,sitems=4", "scitems=0", "smb=0", "256,16,256"}) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "prefetch=-1", "prefetch=x", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "rows=64x8,scitems=2,sitems=4", "scitems=0", "smb=0", "256,16,256"}) {
         SCOPED_TRACE(bad);
         Env env(bad);
         try {

@@ -50,6 +50,11 @@ Tuning with_window_skip(Tuning t) {
     return t;
 }
 
+Tuning with_prefetch(Tuning t, int tiles_ahead) {
+    t.row_prefetch = tiles_ahead;
+    return t;
+}
+
 // First match wins. Threads x items shrink as the state grows, to keep registers and the
 // shared-memory transpose (threads x items x words x 4 bytes) within budget.
 const Row kTable[] = {
@@ -74,13 +79,16 @@ const Row kTable[] = {
     // - Window ends publish F, so a window's prefix may come from the window before it
     //   (thirteenth session, two sweeps: sum 1-D 80.6 -> 81.1%, affine 1-D 75.3 -> 76.4%, sum
     //   2^20 8.4 -> 8.0 us; the same bits).
+    // - Look-back tiles prefetch the inputs of the tile 66 ahead into L2 (fourteenth session,
+    //   sweeps of 44-264 tiles ahead: sum 1-D 81.2 -> 91.2%, affine 1-D 76.6 -> 84.3%, 16x2^22
+    //   86.5 -> 89.8%; 264 ahead thrashes L2: sum 1-D 77%).
     {1, 90,
-     with_window_skip(with_scalar_rows(
+     with_prefetch(with_window_skip(with_scalar_rows(
          with_vector_rows(with_shared_rows(with_pcopies(entry(128, 96, 32, 8, 32, 4, 3, 2, 128, 32, 3), 8), 32, 8)),
-         64))},
+         64)), 66)},
     {2, 90,
-     with_window_skip(with_scalar_rows(
-         with_vector_rows(with_shared_rows(entry(128, 48, 64, 8, 32, 4, 3, 2, 256, 16, 2), 32, 4)), 32))},
+     with_prefetch(with_window_skip(with_scalar_rows(
+         with_vector_rows(with_shared_rows(entry(128, 48, 64, 8, 32, 4, 3, 2, 256, 16, 2), 32, 4)), 32)), 66)},
     {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
     {2, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 8, 2)},
     {4, 0, entry(256, 8, 128, 8, 8, 8, 1, 0, 256, 4, 1)},
@@ -91,7 +99,7 @@ const Row kTable[] = {
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
                            "with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
-                           "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, e.g. rows=128x32,mb=4"));
+                           "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, skip=0|1, prefetch=N, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
@@ -134,6 +142,7 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "fixsteps" && (value == "0" || value == "1")) t.fixed_steps = value == "1";
         else if (key == "vec" && (value == "0" || value == "1")) t.vector_rows = value == "1";
         else if (key == "skip" && (value == "0" || value == "1")) t.row_skip = value == "1";
+        else if (key == "prefetch") t.row_prefetch = value == "0" ? 0 : number(value);
         else bad_tuning(env, cat("unknown key or value in `", field, "`"));
     }
     if (t.row_threads % 32 || t.res_threads % 32 || t.row_window % 32)
@@ -157,7 +166,8 @@ std::string Tuning::str() const {
                chunk_major ? "" : ", row-major tiles",
                tickets ? ", tickets" : "", nondeterministic ? ", nondeterministic" : "",
                stamps ? ", stamps" : "", fixed_steps ? "" : ", steps as arguments",
-               vector_rows ? "" : ", no vector rows", row_skip ? ", window prefixes skip" : "");
+               vector_rows ? "" : ", no vector rows", row_skip ? ", window prefixes skip" : "",
+               row_prefetch ? cat(", prefetch ", row_prefetch, " tiles ahead") : "");
 }
 
 Tuning choose_tuning(int state_words, int cc) {

@@ -33,6 +33,10 @@ struct Tuning {
     // so that a window's tiles can make the last window end's prefix from the one before it
     // (the same bits: wait_window_prefix in kernels.cpp) when it is late.
     bool row_skip = false;
+    // Look-back tiles prefetch, into L2, the inputs of the tile this many ahead (it starts about
+    // one tile life later), so that DRAM stays busy while resident tiles wait on their look-back
+    // (0: none). Contiguous inputs only; sm_90's bulk prefetch.
+    int row_prefetch = 0;
     // Look-back tiles in chunk-major order (chunk c of every row before chunk c + 1 of any), so
     // that the rows' look-back chains advance side by side (false: row-major, as a measurement).
     bool chunk_major = true;
@@ -87,7 +91,7 @@ struct Tuning {
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
 // key=value with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
 // res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1,
-// skip=0|1 (e.g. "rows=128x32,mb=4");
+// skip=0|1, prefetch=N (e.g. "rows=128x32,mb=4");
 // RuntimeError if it does not parse.
 Tuning choose_tuning(int state_words, int cc);
 

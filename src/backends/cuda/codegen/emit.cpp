@@ -107,7 +107,7 @@ private:
              << ", ROW_ITEMS = " << tuning_.row_items << ", SCALAR_ITEMS = " << tuning_.scalar_row_items()
              << ", SHARED_ITEMS = " << tuning_.shared_row_items()
              << ", ROW_WINDOW = " << tuning_.row_window
-             << ", ROW_PCOPIES = " << tuning_.row_pcopies
+             << ", ROW_PCOPIES = " << tuning_.row_pcopies << ", ROW_PREFETCH = " << tuning_.row_prefetch
              << ";\n    static constexpr bool ROW_CHUNK_MAJOR = " << (tuning_.chunk_major ? "true" : "false")
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
              << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n"

@@ -212,6 +212,32 @@ template <class K> __device__ __forceinline__ i64 tile_id(const ScanParams& p) {
         return s_tile;
     }
 }
+// L2 prefetch (ROW_PREFETCH > 0, look-back tiles): the inputs of `tile`, which starts about one
+// tile life later, go to L2 now, so DRAM stays busy while resident tiles wait on their look-back
+// with their data in registers, and later tiles load from L2. Lane j takes input j where its
+// scan dim steps by 1 to 16 bytes (not broadcast ones), the range's whole 16-byte blocks only,
+// so the prefetch stays inside the view.
+template <class K, i64 TILE>
+__device__ __forceinline__ void prefetch_tile(const typename K::Args& a, const ScanParams& p, i64 tile) {
+#if __CUDA_ARCH__ >= 900
+    const int lane = threadIdx.x % 32;
+    if (lane >= K::NIN || tile >= p.outer * p.chunks) return;
+    typename K::Ctx x;
+    K::row_base(a, K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks, 0, x);
+    const i64 first = (K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks) * TILE;
+    const i64 last = (first + TILE < p.len ? first + TILE : p.len) - 1;
+    #pragma unroll
+    for (int j = 0; j < K::NIN; ++j) {  // compile-time j: no local copies of a.in and x.bin
+        const i64 step = in_stride<K, true>(a, j);
+        if (lane != j || step == 0 || step > 16 || step < -16) continue;
+        i64 lo = x.bin[j] + phys<K>(p, first) * step, hi = x.bin[j] + phys<K>(p, last) * step;
+        if (lo > hi) { const i64 t = lo; lo = hi; hi = t; }
+        const u64 b = ((u64)(a.in[j].ptr + lo) + 15) & ~(u64)15;
+        const u64 e = (u64)(a.in[j].ptr + hi + (step < 0 ? -step : step)) & ~(u64)15;
+        if (e > b) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(b), "r"((u32)(e - b)) : "memory");
+    }
+#endif
+}
 __device__ __forceinline__ int valid_items(i64 first, i64 end, int it) {
     return first >= end ? 0 : (end - first >= it ? it : (int)(end - first));
 }
@@ -310,6 +336,8 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
     // row. (Its own kernel: a row that varies within the block costs registers, and sharing
     // one register allocation cost the other tiles 2-8 points.)
     const i64 tile = tile_id<K>(p);
+    if constexpr (!SHARED && K::ROW_PREFETCH > 0)
+        if (warp == WARPS - 1) prefetch_tile<K, TILE>(a, p, tile + K::ROW_PREFETCH);
     const int wpr = SHARED ? WARPS / (int)p.per_tile : WARPS, seg = SHARED ? warp % wpr : warp;
     const i64 row = SHARED ? tile * p.per_tile + warp / wpr : (K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks);
     const i64 chunk = SHARED ? 0 : (K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks);
