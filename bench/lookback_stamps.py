@@ -80,6 +80,8 @@ def main():
     wait = (cyc[:, 3] - cyc[:, 2]) / args.clock_ghz
     for lo, hi in ((0, 8), (8, 32), (32, head["window"])):
         sel = lb & (cyc[:, 3] > 0) & (pos >= lo) & (pos < hi)
+        if not sel.any():  # a window of 32 has no places 32 and up
+            continue
         print(f"  prefix, tiles {lo}-{hi - 1} of a window: {stats(wait[sel])}; P polled again "
               f"by {(p_rounds[sel] > 0).mean():.0%}")
     # Rounds of polls after the first loads (issued at dispatch): 0 = already published then.
