@@ -217,14 +217,22 @@ template <class K> __device__ __forceinline__ i64 tile_id(const ScanParams& p) {
 // with their data in registers, and later tiles load from L2. Lane j takes input j where its
 // scan dim steps by 1 to 16 bytes (not broadcast ones), the range's whole 16-byte blocks only,
 // so the prefetch stays inside the view.
+// A look-back rows tile's row and chunk: chunk-major (ROW_CHUNK_MAJOR: chunk c of every row
+// before chunk c + 1 of any) or row-major.
+template <class K> __device__ __forceinline__ i64 tile_row(const ScanParams& p, i64 tile) {
+    return K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks;
+}
+template <class K> __device__ __forceinline__ i64 tile_chunk(const ScanParams& p, i64 tile) {
+    return K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks;
+}
 template <class K, i64 TILE>
 __device__ __forceinline__ void prefetch_tile(const typename K::Args& a, const ScanParams& p, i64 tile) {
 #if __CUDA_ARCH__ >= 900
     const int lane = threadIdx.x % 32;
     if (lane >= K::NIN || tile >= p.outer * p.chunks) return;
     typename K::Ctx x;
-    K::row_base(a, K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks, 0, x);
-    const i64 first = (K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks) * TILE;
+    K::row_base(a, tile_row<K>(p, tile), 0, x);
+    const i64 first = tile_chunk<K>(p, tile) * TILE;
     const i64 last = (first + TILE < p.len ? first + TILE : p.len) - 1;
     #pragma unroll
     for (int j = 0; j < K::NIN; ++j) {  // compile-time j: no local copies of a.in and x.bin
@@ -339,8 +347,8 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
     if constexpr (!SHARED && K::ROW_PREFETCH > 0)
         if (warp == WARPS - 1) prefetch_tile<K, TILE>(a, p, tile + K::ROW_PREFETCH);
     const int wpr = SHARED ? WARPS / (int)p.per_tile : WARPS, seg = SHARED ? warp % wpr : warp;
-    const i64 row = SHARED ? tile * p.per_tile + warp / wpr : (K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks);
-    const i64 chunk = SHARED ? 0 : (K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks);
+    const i64 row = SHARED ? tile * p.per_tile + warp / wpr : tile_row<K>(p, tile);
+    const i64 chunk = SHARED ? 0 : tile_chunk<K>(p, tile);
     const bool live = !SHARED || row < p.outer;
     stamp.start();
     const i64 start = chunk * TILE, end = !live ? 0 : (start + TILE < p.len ? start + TILE : p.len);
