@@ -61,11 +61,11 @@ const Row kTable[] = {
     // sm_90, from H200 sweeps (each figure's run and what lost: docs/benchmarks.md):
     // - Look-back tiles as long as registers allow without spills: 4-byte states 128x96 at 3
     //   blocks/SM, window 32 (tenth session: 1-D 74.9 -> 80.7%, 16x2^22 85.1 -> 88.3%); 8-byte
-    //   states 128x48 at 3, window 64 (affine 1-D 71.8 -> 75.2%). Fewer tiles, fewer chain hops.
+    //   states 128x48 at 3 (affine 1-D 71.8 -> 75.2%; window: below). Fewer tiles, fewer chain hops.
     // - Rows of one tile keep 128x32, at 8 (4-byte) or 4 (8-byte) blocks/SM: longer tiles cost
     //   rows of 4096 1-2 points (ninth session).
     // - 4-byte states publish 8 copies of each window end's prefix (third session: 1-D 64.9 ->
-    //   67.5%; 8-byte states lost 2 points with copies).
+    //   67.5%; 8-byte states lost 2 points with copies then; they take 4 since the prefetch: below).
     // - Vector rows for both (eighth and ninth sessions: affine rows 95.6 -> 97.6%, sum rows
     //   90.1 -> 92.1%).
     // - Resident rows: 128x32 at 3 blocks/SM for 4-byte states, so rows of up to 1024 take a
@@ -82,13 +82,15 @@ const Row kTable[] = {
     // - Look-back tiles prefetch the inputs of the tile 66 ahead into L2 (fourteenth session,
     //   sweeps of 44-264 tiles ahead: sum 1-D 81.2 -> 91.2%, affine 1-D 76.6 -> 84.3%, 16x2^22
     //   86.5 -> 89.8%; 264 ahead thrashes L2: sum 1-D 77%).
+    // - With the prefetch, 8-byte states take window 32 and 4 prefix copies (fifteenth session,
+    //   two sweeps: affine 1-D 84.3-85.0 -> 86.6-87.5%; 4-byte states lost 4 points at window 64).
     {1, 90,
      with_prefetch(with_window_skip(with_scalar_rows(
          with_vector_rows(with_shared_rows(with_pcopies(entry(128, 96, 32, 8, 32, 4, 3, 2, 128, 32, 3), 8), 32, 8)),
          64)), 66)},
     {2, 90,
      with_prefetch(with_window_skip(with_scalar_rows(
-         with_vector_rows(with_shared_rows(entry(128, 48, 64, 8, 32, 4, 3, 2, 256, 16, 2), 32, 4)), 32)), 66)},
+         with_vector_rows(with_shared_rows(with_pcopies(entry(128, 48, 32, 8, 32, 4, 3, 2, 256, 16, 2), 4), 32, 4)), 32)), 66)},
     {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
     {2, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 8, 2)},
     {4, 0, entry(256, 8, 128, 8, 8, 8, 1, 0, 256, 4, 1)},
