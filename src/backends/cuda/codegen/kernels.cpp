@@ -562,20 +562,6 @@ template <class K> __device__ void scan_cols(const typename K::Args& a) {
     const u32 epoch = (u32)p.epoch;
     const i64 t0 = chunk * CH + (i64)warp * RPW;
     const int nv = t0 >= p.len ? 0 : (p.len - t0 >= RPW ? RPW : (int)(p.len - t0));
-    // Look-back words: the aggregates A and the inclusive prefixes P of each line's chunks, one
-    // state per lane. The prefix of chunk c is P(ws - 1) o A(ws) o ... o A(c - 1), ws = c rounded
-    // down to the window. Warp 0 issues those loads before the tile's own, so that they travel
-    // with the data rather than after the barrier, one round trip after another.
-    auto entry = [&](i64 c, int kind) {
-        return p.status + ((u64)(line * p.chunks + c) * 32 + lane) * 2 * K::NW + kind * K::NW;
-    };
-    const i64 ws = chunk / W * W;
-    const bool lookback = warp == 0 && p.chunks > 1 && chunk > 0;
-    auto p_of = [&](int) { return entry(ws - 1, 1); };
-    auto a_of = [&](int j) { return entry(ws + j, 0); };
-    u64 raw_p[1][K::NW], raw_a[W][K::NW];
-    issue_window<K, 1>(lookback && ws > 0 ? 1 : 0, p_of, epoch, raw_p);
-    issue_window<K, W>(lookback ? (int)(chunk - ws) : 0, a_of, epoch, raw_a);
     S items[RPW];
     const auto step = steps<K>(a, K::REVERSE ? -1 : 1);
     typename K::Cur c = seek<K>(a, x, phys<K>(p, t0));
@@ -606,14 +592,18 @@ template <class K> __device__ void scan_cols(const typename K::Args& a) {
             for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][lane];
             fold<K>(th, tagg, s_has[w2], K::from_words(w), x.cap);
         }
+        auto entry = [&](i64 c, int kind) {
+            return p.status + ((u64)(line * p.chunks + c) * 32 + lane) * 2 * K::NW + kind * K::NW;
+        };
         publish<K>(entry(chunk, 0), epoch, tagg);
         S pre;
         if (chunk == 0) {
             publish<K>(entry(chunk, 1), epoch, tagg);
         } else {
+            const i64 ws = chunk / W * W;
             bool fh = false;
-            finish_window<K, 1>(ws > 0 ? 1 : 0, p_of, epoch, raw_p, fh, pre, x.cap);
-            finish_window<K, W>((int)(chunk - ws), a_of, epoch, raw_a, fh, pre, x.cap);
+            if (ws > 0) { pre = wait_state<K>(entry(ws - 1, 1), epoch); fh = true; }
+            fold_window<K, W>((int)(chunk - ws), [&](int j) { return entry(ws + j, 0); }, epoch, fh, pre, x.cap);
             if (chunk + 1 < p.chunks) publish<K>(entry(chunk, 1), epoch, K::combine(pre, tagg, x.cap));
             u32 w[K::NW]; K::to_words(pre, w);
             #pragma unroll
