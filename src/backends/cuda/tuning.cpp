@@ -61,11 +61,12 @@ const Row kTable[] = {
     // sm_90, from H200 sweeps (each figure's run and what lost: docs/benchmarks.md):
     // - Look-back tiles as long as registers allow without spills: 4-byte states 128x96 at 3
     //   blocks/SM, window 32 (tenth session: 1-D 74.9 -> 80.7%, 16x2^22 85.1 -> 88.3%); 8-byte
-    //   states 128x48 at 3 (affine 1-D 71.8 -> 75.2%; window: below). Fewer tiles, fewer chain hops.
+    //   states 128x48 at 3 (affine 1-D 71.8 -> 75.2%; their window: below). Fewer tiles, fewer
+    //   chain hops.
     // - Rows of one tile keep 128x32, at 8 (4-byte) or 4 (8-byte) blocks/SM: longer tiles cost
     //   rows of 4096 1-2 points (ninth session).
     // - 4-byte states publish 8 copies of each window end's prefix (third session: 1-D 64.9 ->
-    //   67.5%; 8-byte states lost 2 points with copies then; they take 4 since the prefetch: below).
+    //   67.5%; 8-byte states lost 2 points with copies then, and take 4 since the prefetch).
     // - Vector rows for both (eighth and ninth sessions: affine rows 95.6 -> 97.6%, sum rows
     //   90.1 -> 92.1%).
     // - Resident rows: 128x32 at 3 blocks/SM for 4-byte states, so rows of up to 1024 take a
