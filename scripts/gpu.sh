@@ -18,6 +18,7 @@
 # --first-launch sum, affine, sum-1d, affine-1d) under each tuning, interleaved over three rounds
 # (OUTDIR/compile_ab.txt); OPTIONS_AB="--Ofast-compile=mid ..." runs the sweep (SWEEP_ONLY applies)
 # and new processes' first runs under each SCANC_NVRTC_OPTIONS against none (OUTDIR/options_ab.txt);
+# FIRST_LAUNCH_WRAP="/usr/bin/time -v" runs the machine's first new process under that command;
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
@@ -49,7 +50,7 @@ $NVCC $BUILD/gpu_bench.o $BUILD/cub_scan.o \
      >> "$OUT/build.log" 2>&1 || { grep -A5 error "$OUT/build.log" | head -40; echo "gpu_bench did not build"; }
 
 log "first launch on this machine: a new process, before anything else has loaded NVRTC"
-timeout 60 $BUILD/gpu_bench --first-launch | tee "$OUT/first_launch.txt"
+timeout 60 ${FIRST_LAUNCH_WRAP:-} $BUILD/gpu_bench --first-launch 2>&1 | tee "$OUT/first_launch.txt"
 rm -rf "$SCANC_CACHE_DIR"/*
 
 TESTS=0
