@@ -18,7 +18,7 @@
 # --first-launch sum, affine, sum-1d, affine-1d) under each tuning, interleaved over three rounds
 # (OUTDIR/compile_ab.txt); OPTIONS_AB="--Ofast-compile=mid ..." runs the sweep (SWEEP_ONLY applies)
 # and new processes' first runs under each SCANC_NVRTC_OPTIONS against none (OUTDIR/options_ab.txt);
-# FIRST_LAUNCH_WRAP="/usr/bin/time -v" runs the machine's first new process under that command;
+# FIRST_LAUNCH_WRAP="CMD" runs the machine's first new process under CMD (e.g. a rusage printer);
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's; TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.

@@ -5,7 +5,6 @@
 #include <map>
 #include <mutex>
 
-#include "nvrtc.h"
 #include "scanc/error.h"
 
 namespace scanc::cuda {
@@ -44,9 +43,6 @@ Loaded load() {
         return l;
     }
     l.ok = true;
-    // NVRTC loads now and reads its library ahead (nvrtc.cpp), so that a fresh machine's disk
-    // delivers it while the driver makes its context, instead of during the first compile.
-    nvrtc_available();
     return l;
 }
 

@@ -1,11 +1,8 @@
 #include "nvrtc.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <glob.h>
-#include <link.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -83,20 +80,6 @@ std::vector<std::string> candidates() {
     return out;
 }
 
-// Asks the kernel to read a loaded library's whole file into the page cache, in the
-// background. A compile touches code all over libnvrtc (109 MB in CUDA 13): a fresh machine's
-// first process read ~90 MB from disk during its first compile, which ran 130-155 ms longer in
-// wall time than in CPU time (docs/benchmarks.md, fifteenth session). The driver loads NVRTC
-// as it starts (driver.cpp), so the reading overlaps the context's creation.
-void read_ahead(void* lib) {
-    link_map* map = nullptr;
-    if (dlinfo(lib, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) return;
-    const int fd = open(map->l_name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-    close(fd);
-}
-
 struct Loaded {
     Nvrtc api;
     bool ok = false;
@@ -115,13 +98,11 @@ Loaded load() {
             glob_t g;
             if (glob((dir / "libnvrtc-builtins.so*").c_str(), 0, nullptr, &g) == 0)
                 for (size_t i = 0; i < g.gl_pathc; ++i)
-                    if (!std::strstr(g.gl_pathv[i], ".alt."))
-                        if (void* builtins = dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_GLOBAL)) read_ahead(builtins);
+                    if (!std::strstr(g.gl_pathv[i], ".alt.")) dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_GLOBAL);
             globfree(&g);
         }
         if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
     }
-    if (lib) read_ahead(lib);
     if (!lib) {
         l.why = "libnvrtc not found (set SCANC_NVRTC_PATH, install the CUDA toolkit, or "
                 "`pip install nvidia-cuda-nvrtc==13.0.88`)";
