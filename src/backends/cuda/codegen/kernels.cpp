@@ -212,11 +212,6 @@ template <class K> __device__ __forceinline__ i64 tile_id(const ScanParams& p) {
         return s_tile;
     }
 }
-// L2 prefetch (ROW_PREFETCH > 0, look-back tiles): the inputs of `tile`, which starts about one
-// tile life later, go to L2 now, so DRAM stays busy while resident tiles wait on their look-back
-// with their data in registers, and later tiles load from L2. Lane j takes input j where its
-// scan dim steps by 1 to 16 bytes (not broadcast ones), the range's whole 16-byte blocks only,
-// so the prefetch stays inside the view.
 // A look-back rows tile's row and chunk: chunk-major (ROW_CHUNK_MAJOR: chunk c of every row
 // before chunk c + 1 of any) or row-major.
 template <class K> __device__ __forceinline__ i64 tile_row(const ScanParams& p, i64 tile) {
@@ -225,6 +220,11 @@ template <class K> __device__ __forceinline__ i64 tile_row(const ScanParams& p, 
 template <class K> __device__ __forceinline__ i64 tile_chunk(const ScanParams& p, i64 tile) {
     return K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks;
 }
+// L2 prefetch (ROW_PREFETCH > 0, look-back tiles): the inputs of `tile`, which starts about one
+// tile life later, go to L2 now, so DRAM stays busy while resident tiles wait on their look-back
+// with their data in registers, and later tiles load from L2. Lane j takes input j where its
+// scan dim steps by 1 to 16 bytes (not broadcast ones), the range's whole 16-byte blocks only,
+// so the prefetch stays inside the view.
 template <class K, i64 TILE>
 __device__ __forceinline__ void prefetch_tile(const typename K::Args& a, const ScanParams& p, i64 tile) {
 #if __CUDA_ARCH__ >= 900
