@@ -1,0 +1,86 @@
+"""Example programs with random token edits (deleted, replaced, doubled or swapped tokens), run
+through the whole command line: each must either be refused as a user error (exit 2, with
+file:line:col) or check, and then run on the CPU backend to the reference executor's results
+on the same random inputs, at sizes that include 0, 1, primes and 2^k+-1."""
+import random
+import re
+
+import numpy as np
+import pytest
+
+from scanc_cli import EXAMPLES, scanc
+
+TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+\.?\d*(?:e-?\d+)?|==|!=|<=|>=|\S")
+SOURCES = sorted(EXAMPLES.glob("*.scan"))
+VOCABULARY = sorted({t for p in SOURCES for t in TOKEN.findall(p.read_text())} |
+                    {"reverse", "dim=-1", "0", "1e30", "-1", "f16", "i8", "u8", "bool", "with", "where"})
+SIZES = [0, 1, 2, 3, 17, 31, 257, 1025]
+
+
+def mutate(text, rng):
+    for _ in range(rng.randint(1, 3)):
+        spans = [m.span() for m in TOKEN.finditer(text)]
+        a, b = rng.choice(spans)
+        edit = rng.random()
+        if edit < 0.3:
+            text = text[:a] + text[b:]
+        elif edit < 0.6:
+            text = text[:a] + rng.choice(VOCABULARY) + text[b:]
+        elif edit < 0.8:
+            text = text[:a] + text[a:b] + " " + text[a:b] + text[b:]
+        else:
+            c, d = rng.choice(spans)
+            if c > b:
+                text = text[:a] + text[c:d] + text[b:c] + text[a:b] + text[d:]
+    return text
+
+
+def run_outputs(path, program, backend, sizes, tmp_path):
+    """The program's results on `backend` (random inputs, seed 3), or the failed process."""
+    args = ["run", path, "--program", program, "--backend", backend, "--seed", 3, "--random", sizes]
+    summary = scanc(*args)
+    if summary.returncode != 0:
+        return summary
+    results = len(re.findall(r"^result", summary.stdout, re.M))
+    files = [tmp_path / f"{backend}{r}.npy" for r in range(results)]
+    written = scanc(*args, *[a for f in files for a in ("--output", f)])
+    assert written.returncode == 0, written.stderr
+    return [np.load(f) for f in files]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mutated_examples_are_refused_with_a_place_or_run_to_the_references_results(seed, tmp_path):
+    rng = random.Random(seed)
+    refused = ran = 0
+    for _ in range(40):
+        text = mutate(rng.choice(SOURCES).read_text(), rng)
+        path = tmp_path / "mutated.scan"
+        path.write_text(text)
+        checked = scanc("check", path)
+        assert checked.returncode in (0, 2), f"exit {checked.returncode}\n{checked.stderr}\n{text}"
+        if checked.returncode == 2:
+            assert re.search(r"mutated\.scan:\d+:\d+", checked.stderr), f"{checked.stderr}\n{text}"
+            refused += 1
+            continue
+        for program, params in re.findall(r"program\s+(\w+)\s*\(([^)]*)\)", text):
+            symbols = sorted(set(re.findall(r"\b([A-Z]\w*)\b", params)))
+            sizes = ",".join(f"{s}={rng.choice(SIZES)}" for s in symbols)
+            want = run_outputs(path, program, "reference", sizes, tmp_path)
+            got = run_outputs(path, program, "cpu", sizes, tmp_path)
+            if not isinstance(want, list):  # refused at run time (sizes its bounds exclude, ...)
+                assert want.returncode == 2 and not isinstance(got, list) and got.returncode == 2, \
+                    f"{want.stderr}\n{getattr(got, 'stderr', '')}\n{text}"
+                continue
+            assert isinstance(got, list), f"{got.stderr}\n{text}"
+            ran += 1
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape, text
+                if w.dtype.kind == "f":
+                    loose = w.dtype.itemsize == 2
+                    np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                               rtol=2e-2 if loose else 1e-4, atol=1e-3, equal_nan=True,
+                                               err_msg=f"{program} at {sizes}:\n{text}")
+                else:
+                    np.testing.assert_array_equal(g, w, err_msg=f"{program} at {sizes}:\n{text}")
+    assert refused > 0 and ran > 0  # the edits reach both outcomes
