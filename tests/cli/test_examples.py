@@ -226,6 +226,17 @@ def test_random_inputs_depend_only_on_the_seed(tmp_path):
     assert np.all(np.abs(first[:, 0]) <= 1) and np.any(first[:, 0] != 0)
 
 
+def test_a_program_of_constant_sizes_runs_on_random_inputs_with_random_alone(tmp_path):
+    path = tmp_path / "constant.scan"
+    path.write_text("combine add(a | b) {\n  return a + b\n}\n"
+                    "program p(x: i32[3, 5]) {\n  y = scan add(x) dim=1\n  return x, y\n}\n")
+    x, y = tmp_path / "x.npy", tmp_path / "y.npy"
+    proc = scanc("run", path, "--random", "--output", x, "--output", y)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(y), np.cumsum(np.load(x), axis=1, dtype=np.int32))
+    assert np.any(np.load(x) != 0)
+
+
 def test_bench_checks_against_the_reference_and_reports_bandwidth():
     proc = scanc("bench", EXAMPLES / "mamba.scan", "--random", "B=2,L=100,D=8",
                  "--seconds", "0.2")

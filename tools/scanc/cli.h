@@ -26,6 +26,7 @@ struct Command {
 struct ProgramOptions {
     std::string file, program, backend = "auto";
     std::vector<std::string> random;  // SYM=N,SYM=N items
+    bool random_given = false;        // --random, with or without sizes (set before running)
     std::uint64_t seed = 0;
     int threads = 0;       // --threads (cpu backend; 0: SCANC_NUM_THREADS or every core)
     bool ordered = false;  // --ordered (cpu backend: combine strictly in order)
@@ -40,7 +41,8 @@ struct ProgramOptions {
 // Adds FILE, --program, --backend, --random and --seed; returns the --random option.
 CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options);
 
-// --random SYM=N,SYM=N (the option may also be repeated): symbol name -> size.
+// --random SYM=N,SYM=N (the option may also be repeated, or given without sizes): symbol name
+// -> size.
 // CompileError naming the bad item and the expected form.
 std::map<std::string, std::int64_t> parse_sizes(const std::vector<std::string>& specs);
 

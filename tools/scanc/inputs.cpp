@@ -60,9 +60,10 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
     app.add_option("--program", options.program, "which program (needed if the file has several)");
     app.add_option("--backend", options.backend, "auto|reference|cpu|cuda")->capture_default_str();
     auto* random = app.add_option("--random", options.random,
-                                  "random inputs, sizes SYM=N,SYM=N (floats uniform in [-1, 1], "
-                                  "signed ints in [-8, 8], u8 in [0, 16], bool 50/50)")
-                       ->expected(1)
+                                  "random inputs, sizes SYM=N,SYM=N (no sizes where they are all "
+                                  "constant; floats uniform in [-1, 1], signed ints in [-8, 8], "
+                                  "u8 in [0, 16], bool 50/50)")
+                       ->expected(0, 1)
                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--seed", options.seed, "seed of the random inputs")->capture_default_str();
     app.add_option("--threads", options.threads,
@@ -77,6 +78,7 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
 std::map<std::string, std::int64_t> parse_sizes(const std::vector<std::string>& specs) {
     std::map<std::string, std::int64_t> sizes;
     for (auto& spec : specs) {
+        if (spec.empty()) continue;  // `--random ""`: no sizes to give
         std::string_view rest = spec;
         while (true) {
             auto comma = rest.find(',');

@@ -20,12 +20,13 @@ int run(const RunArgs& args) {
                            args.outputs.size(), " --output path",
                            args.outputs.size() == 1 ? " is" : "s are",
                            " given (one per returned value, in return order, or none)"));
-    if (args.random.empty() && args.inputs.empty() && !program->params.empty())
+    if (!args.random_given && args.inputs.empty() && !program->params.empty())
         user_error({}, cat("program `", program->name, "` needs inputs: give each parameter ",
-                           "with --input NAME=PATH.npy, or use --random SYM=N,..."));
-    std::vector<Tensor> inputs = args.random.empty()
-                                     ? read_inputs(*program, args.inputs)
-                                     : random_inputs(*program, parse_sizes(args.random), args.seed);
+                           "with --input NAME=PATH.npy, or use --random SYM=N,... (--random alone ",
+                           "where every size is constant)"));
+    std::vector<Tensor> inputs = args.random_given
+                                     ? random_inputs(*program, parse_sizes(args.random), args.seed)
+                                     : read_inputs(*program, args.inputs);
     auto executable = compile(program, args.backend);
     std::vector<Tensor> results = executable->run(views_of(inputs), args.run_options());
     SCANC_INTERNAL_CHECK(results.size() == program->results.size(), "backend returned ",
@@ -57,7 +58,10 @@ Command add_run_command(CLI::App& parent) {
     app->add_option("--output", args->outputs, "PATH.npy per returned value, in return order")
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    return {app, [args] { return run(*args); }};
+    return {app, [args, random] {
+                args->random_given = random->count() > 0;
+                return run(*args);
+            }};
 }
 
 }  // namespace scanc::cli
