@@ -119,6 +119,9 @@ def export(tmp_path, example, *options):
     assert r.returncode == 0, r.stderr
     model = onnx.load(str(out))
     onnx.checker.check_model(model, full_check=True)
+    read = {name for node in model.graph.node for name in node.input}
+    unread = [t.name for t in model.graph.initializer if t.name not in read]
+    assert not unread, f"initializers that no node reads: {unread}"
     return model, ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
 
 

@@ -93,6 +93,15 @@ std::string GraphWriter::cast(const std::string& value, DType to) {
     return n->output(0);
 }
 
+const GraphWriter::Value& GraphWriter::value(const Node* n) {
+    if (n->op == Op::Literal && !values_.contains(n)) {
+        const auto& lit = n->as<LiteralAttr>();
+        const DType t = n->type().dtype;
+        values_[n] = {scalar(t, lit.f, lit.i, lit.is_float), t};
+    }
+    return values_.at(n);
+}
+
 std::string GraphWriter::value_as(const Node* n, DType t) {
     if (n->op == Op::Literal) {
         const auto& lit = n->as<LiteralAttr>();
@@ -165,12 +174,7 @@ std::string interleave(GraphWriter& g, const std::string& even, const std::strin
 void emit_node(GraphWriter& g, const Node& n) {
     switch (n.op) {
         case Op::Param: return;  // bound as graph inputs
-        case Op::Literal: {
-            const auto& lit = n.as<LiteralAttr>();
-            DType t = n.type().dtype;
-            g.bind(&n, {g.scalar(t, lit.f, lit.i, lit.is_float), t});
-            return;
-        }
+        case Op::Literal: return;  // a constant where it is used (GraphWriter::value, value_as)
         case Op::Slice: {
             const auto& a = n.as<SliceAttr>();
             const Node* x = n.inputs[0].get();

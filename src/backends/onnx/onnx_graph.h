@@ -38,7 +38,9 @@ public:
         DType dtype;
     };
     void bind(const Node* n, Value v) { values_[n] = std::move(v); }
-    const Value& value(const Node* n) const { return values_.at(n); }
+    // A literal becomes a constant here, at its own dtype, the first time it is asked for, so
+    // that literals only ever taken in other dtypes (value_as) leave no unused initializer.
+    const Value& value(const Node* n);
     // The node's value as dtype `t`: literals are re-emitted in `t`, other values cast.
     std::string value_as(const Node* n, DType t);
 
