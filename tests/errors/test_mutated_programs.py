@@ -62,8 +62,9 @@ def assert_same_results(got, want, context):
 
 
 def mutated_programs(seed, tmp_path):
-    """40 mutated files: yields (path, text, check process), and for those that check, each
-    program with random sizes for its size symbols ("" where it has none)."""
+    """40 mutated files: yields (path, text, check process, programs), where programs lists,
+    for a file that checks, each program with random sizes for its size symbols (none where
+    they are all constant)."""
     rng = random.Random(seed)
     for _ in range(40):
         text = mutate(rng.choice(SOURCES).read_text(), rng)
