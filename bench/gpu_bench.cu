@@ -271,7 +271,13 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"sum 2^15 rows of 2048", sum_combine(), {1 << 15, 2048}, 1},
                  {"affine 2^15 rows of 2048", affine_combine(), {1 << 15, 2048}, 1},
                  {"sum 2048x2^15", sum_combine(), {2048, 1 << 15}, 1},
-                 {"affine 256x2^20", affine_combine(), {256, 1 << 20}, 1}};
+                 {"affine 256x2^20", affine_combine(), {256, 1 << 20}, 1},
+                 // cols scans at other line counts (lines of 16 columns: 128 to 2048; 32 of 32 columns)
+                 {"cols sum 16384x2048", sum_combine(), {16384, 2048}, 0},
+                 {"cols sum 65536x512", sum_combine(), {65536, 512}, 0},
+                 {"cols sum (64,4096,64)", sum_combine(), {64, 4096, 64}, 1},
+                 {"cols affine (4,2048,1024)", affine_combine(), {4, 2048, 1024}, 1},
+                 {"cols affine (1,4096,3000)", affine_combine(), {1, 4096, 3000}, 1}};
     std::vector<std::string> only;  // SWEEP_ONLY's alternatives
     if (const char* env = std::getenv("SWEEP_ONLY"))
         for (std::string text(env); !text.empty();) {

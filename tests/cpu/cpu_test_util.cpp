@@ -11,44 +11,6 @@
 
 namespace scanc::cpu_test {
 
-void Inputs::add(DType t, const std::vector<std::int64_t>& sizes, Values values, Layout layout,
-                 std::mt19937_64& rng) {
-    int rank = static_cast<int>(sizes.size());
-    if (rank < 2 && layout == Layout::Transposed) layout = Layout::Strided;
-    if (rank == 0) layout = Layout::Contiguous;
-    // Storage shape: transposed swaps the last two dims; strided doubles the last dim.
-    std::vector<std::int64_t> store = sizes;
-    if (layout == Layout::Transposed) std::swap(store[rank - 1], store[rank - 2]);
-    if (layout == Layout::Strided) store[rank - 1] *= 2;
-    Tensor buf = Tensor::empty(t, store);
-    std::uniform_int_distribution<int> small(-5, 5);
-    std::uniform_real_distribution<double> unit(-1.0, 1.0), decay(0.5, 1.0);
-    auto* p = static_cast<char*>(buf.data());
-    std::size_t e = dtype_size(t);
-    for (std::int64_t i = 0; i < buf.numel(); ++i) {
-        double v = values == Values::SmallInts ? small(rng)
-                   : values == Values::Unit    ? unit(rng)
-                                               : decay(rng);
-        Scalar s = is_float(t) ? Scalar::of_double(t, v)
-                               : Scalar::of_int(t, static_cast<std::int64_t>(std::lround(v * 20)));
-        store_scalar(s, p + i * e);
-    }
-    TensorView v = buf.view();
-    v.sizes = sizes;
-    if (layout == Layout::Transposed) std::swap(v.strides[rank - 1], v.strides[rank - 2]);
-    if (layout == Layout::Flipped && rank > 0 && sizes[0] > 0) {
-        v.data = p + (sizes[0] - 1) * v.strides[0] * static_cast<std::int64_t>(e);
-        v.strides[0] = -v.strides[0];
-    }
-    if (layout == Layout::Strided) v.strides[rank - 1] *= 2;
-    storage.push_back(buf);
-    views.push_back(v);
-}
-
-std::vector<Tensor> run_reference(const ProgramRef& p, const Inputs& in) {
-    return ReferenceBackend().compile(p)->run(in.views);
-}
-
 std::vector<Tensor> run_cpu(const ProgramRef& p, const Inputs& in, int threads, bool ordered) {
     RunOptions o;
     o.num_threads = threads;
@@ -66,53 +28,6 @@ void expect_bitwise(const ProgramRef& p, const Inputs& in, const std::string& wh
             EXPECT_EQ(compare(expected[r], actual[r], true, 0), "")
                 << what << " threads=" << threads << " result " << r;
     }
-}
-
-double tolerance(DType t) {
-    switch (t) {
-        case DType::F64: return 1e-10;
-        case DType::F32: return 2e-4;
-        case DType::F16: return 2e-2;
-        case DType::BF16: return 1e-1;
-        default: return 0;
-    }
-}
-
-std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, double rtol) {
-    if (expected.dtype() != actual.dtype()) return "dtypes differ";
-    if (expected.sizes() != actual.sizes()) return "sizes differ";
-    DType t = expected.dtype();
-    std::size_t e = dtype_size(t);
-    auto* a = static_cast<const char*>(expected.data());
-    auto* b = static_cast<const char*>(actual.data());
-    std::int64_t n = expected.numel();
-    double scale = 1;
-    if (is_float(t) && n > 0) {
-        double sum = 0;
-        for (std::int64_t i = 0; i < n; ++i) {
-            double v = std::fabs(load_scalar(t, a + i * e).f);
-            if (std::isfinite(v)) sum += v;
-        }
-        scale = std::max(1.0, sum / static_cast<double>(n));
-    }
-    for (std::int64_t i = 0; i < n; ++i) {
-        Scalar x = load_scalar(t, a + i * e), y = load_scalar(t, b + i * e);
-        bool ok;
-        if (!is_float(t) || bitwise) {
-            ok = std::memcmp(a + i * e, b + i * e, e) == 0 ||
-                 (is_float(t) && std::isnan(x.f) && std::isnan(y.f));
-        } else if (std::isnan(x.f) || std::isnan(y.f)) {
-            ok = std::isnan(x.f) && std::isnan(y.f);
-        } else if (std::isinf(x.f) || std::isinf(y.f)) {
-            ok = x.f == y.f;
-        } else {
-            ok = std::fabs(x.f - y.f) <= rtol * (std::fabs(x.f) + scale);
-        }
-        if (!ok)
-            return cat("element ", i, " of ", n, ": expected ", is_float(t) ? x.f : x.i, ", got ",
-                       is_float(t) ? y.f : y.i);
-    }
-    return "";
 }
 
 CombineRef sum_combine() {

@@ -11,38 +11,25 @@
 #include "scanc/backends/cpu.h"
 #include "scanc/backends/reference.h"
 #include "scanc/dsl/expr.h"
+#include "random_programs.h"
 
 namespace scanc::cpu_test {
 
-enum class Values { SmallInts, Unit, Decay };  // [-k, k] integers, [-1, 1], [0.5, 1)
-enum class Layout { Contiguous, Transposed, Strided, Flipped };
+// Random inputs, the reference's results and their comparison (tests/common).
+using test::compare;
+using test::Inputs;
+using test::Layout;
+using test::run_reference;
+using test::tolerance;
+using test::Values;
 
-// Owns the memory behind views handed to run().
-struct Inputs {
-    std::vector<Tensor> storage;
-    std::vector<TensorView> views;
-
-    // A tensor of `sizes` filled with random `values`, seen through `layout`.
-    void add(DType t, const std::vector<std::int64_t>& sizes, Values values, Layout layout,
-             std::mt19937_64& rng);
-};
-
-std::vector<Tensor> run_reference(const ProgramRef& p, const Inputs& in);
 std::vector<Tensor> run_cpu(const ProgramRef& p, const Inputs& in, int threads,
                             bool ordered = false);
-
-// Elementwise comparison; integers/bool and `bitwise` floats must match exactly, other floats
-// within `rtol` of the reference relative to max(1, the mean magnitude of the reference).
-// Returns "" when equal, else a description of the first mismatch.
-std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, double rtol);
 
 // Runs `p` on the CPU backend with each thread count and expects every result to equal the
 // reference executor's bitwise; `what` names the case in failure messages.
 void expect_bitwise(const ProgramRef& p, const Inputs& in, const std::string& what,
                     std::initializer_list<int> thread_counts = {1, 2, 3, 4});
-
-// Default relative tolerance for reassociated float results of dtype t.
-double tolerance(DType t);
 
 CombineRef sum_combine();
 // Two leaves, not commutative; exact (wrapping) on integers.
