@@ -244,9 +244,9 @@ TEST_F(CudaDifferential, RandomProgramsMatchTheReference) {
         SCOPED_TRACE(cat("case ", i, ": ", p.what));
         auto exe = CudaBackend().compile(p.program);
         const std::vector<Tensor> actual = exe->run(p.inputs.views), again = exe->run(p.inputs.views);
-        ASSERT_EQ(test::compare_results(p, test::run_reference(p.program, p.inputs), actual), "");
-        for (std::size_t r = 0; r < actual.size(); ++r)
-            ASSERT_EQ(test::compare(actual[r], again[r], true, 0), "") << "run to run, result " << r;
+        EXPECT_EQ(test::compare_results(p, test::run_reference(p.program, p.inputs), actual), "");
+        for (std::size_t r = 0; r < actual.size() && r < again.size(); ++r)
+            EXPECT_EQ(test::compare(actual[r], again[r], true, 0), "") << "run to run, result " << r;
     }
 }
 

@@ -157,7 +157,11 @@ private:
         out_ << "    static __device__ __forceinline__ void store(const Cur& c, const State& s) {\n";
         {
             ExprEmitter e(out_, "        ", "e", program_type, [&](const Node* n) -> std::string {
-                if (n->op == Op::Project && n->inputs[0].get() == scan) return cat("s.v", n->as<ProjectAttr>().index);
+                // The scan's result as the program sees it: a tensor of the leaf's dtype.
+                if (n->op == Op::Project && n->inputs[0].get() == scan) {
+                    const int leaf = n->as<ProjectAttr>().index;
+                    return round_narrow(cat("s.v", leaf), leaves[leaf]);
+                }
                 return access_load(n, "c.in[#]", "0");
             });
             emit_stores(e, "c.out[#]", "0");
@@ -217,7 +221,10 @@ private:
         out_ << "        #pragma unroll\n        for (int q = 0; q < 4; ++q) {\n";
         {
             ExprEmitter e(out_, "            ", "e", program_type, [&](const Node* n) -> std::string {
-                if (n->op == Op::Project && n->inputs[0].get() == scan) return cat("s[q].v", n->as<ProjectAttr>().index);
+                if (n->op == Op::Project && n->inputs[0].get() == scan) {
+                    const int leaf = n->as<ProjectAttr>().index;
+                    return round_narrow(cat("s[q].v", leaf), leaves[leaf]);
+                }
                 return vector_access(n);
             });
             std::vector<std::string> vals;
@@ -279,7 +286,8 @@ private:
                           const auto& p = n->as<ParamAttr>();
                           const char* side = p.role == ParamRole::Left ? "l.v" : p.role == ParamRole::Right ? "r.v" : "c.c";
                           return cat(side, p.index);
-                      });
+                      },
+                      false);
         std::vector<std::string> vals;
         for (std::size_t i = 0; i < leaves.size(); ++i) vals.push_back(e.value_as(combine.results[i].get(), leaves[i]));
         out_ << "        State o;\n";

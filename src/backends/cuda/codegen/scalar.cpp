@@ -66,12 +66,6 @@ DType operand_dtype(Op op, const std::vector<ScalarType>& args, ScalarType resul
     return result.dtype;
 }
 
-std::string round_narrow(const std::string& x, DType t) {
-    if (t == DType::F16) return "sc_round_f16(" + x + ")";
-    if (t == DType::BF16) return "sc_round_bf16(" + x + ")";
-    return x;
-}
-
 std::string cast_text(const std::string& x, DType from, DType to) {
     if (compute_ctype(from) == compute_ctype(to) && to != DType::F16 && to != DType::BF16) return x;
     return round_narrow(cat("sc_cast<", compute_ctype(to), ">(", x, ")"), to);
@@ -129,6 +123,12 @@ std::string apply(Op op, const std::vector<std::string>& a, DType operand, DType
 
 }  // namespace
 
+std::string round_narrow(const std::string& x, DType t) {
+    if (t == DType::F16) return "sc_round_f16(" + x + ")";
+    if (t == DType::BF16) return "sc_round_bf16(" + x + ")";
+    return x;
+}
+
 std::string literal_text(const LiteralAttr& lit, DType to) {
     if (is_float(to)) {
         double v = lit.as_double();
@@ -140,9 +140,9 @@ std::string literal_text(const LiteralAttr& lit, DType to) {
 }
 
 ExprEmitter::ExprEmitter(std::ostringstream& out, std::string indent, std::string prefix,
-                         TypeOf type_of, SourceOf source_of)
+                         TypeOf type_of, SourceOf source_of, bool rounds)
     : out_(out), indent_(std::move(indent)), prefix_(std::move(prefix)),
-      type_of_(std::move(type_of)), source_of_(std::move(source_of)) {}
+      type_of_(std::move(type_of)), source_of_(std::move(source_of)), rounds_(rounds) {}
 
 std::string ExprEmitter::value_as(const Node* n, DType to) {
     if (n->op == Op::Literal) return literal_text(n->as<LiteralAttr>(), to);
@@ -176,6 +176,7 @@ std::string ExprEmitter::emit(const Node* n) {
             args.push_back(value_as(n->inputs[i].get(),
                                     n->op == Op::Where && i == 0 ? DType::Bool : operand));
         expr = apply(n->op, args, operand, result.dtype);
+        if (rounds_) expr = round_narrow(expr, result.dtype);
     }
     std::string name = cat(prefix_, next_++);
     out_ << indent_ << "const " << compute_ctype(result.dtype) << " " << name << " = " << expr << ";\n";

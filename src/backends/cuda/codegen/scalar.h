@@ -20,8 +20,11 @@ public:
     // compute type of its dtype.
     using SourceOf = std::function<std::string(const Node*)>;
 
+    // `rounds`: every f16/bf16 result is rounded to its dtype, as the program's own tensors of
+    // those dtypes are (the prologues, epilogues and maps); a combine body computes its f16/bf16
+    // leaves in f32 and rounds only on store, so its emitter does not round.
     ExprEmitter(std::ostringstream& out, std::string indent, std::string prefix, TypeOf type_of,
-                SourceOf source_of);
+                SourceOf source_of, bool rounds = true);
 
     // Emits what `n` needs and returns an expression of n's value converted to dtype `to`.
     std::string value_as(const Node* n, DType to);
@@ -35,11 +38,14 @@ private:
     std::string indent_, prefix_;
     TypeOf type_of_;
     SourceOf source_of_;
+    bool rounds_;
     std::map<const Node*, std::string> memo_;
     int next_ = 0;
 };
 
 // "(float)1.5" style typed constant of a literal, as dtype `to` (f16/bf16 rounded).
 std::string literal_text(const LiteralAttr& lit, DType to);
+// Expression `x` (a float) rounded to f16/bf16 where t is one of them, else x.
+std::string round_narrow(const std::string& x, DType t);
 
 }  // namespace scanc::cuda
