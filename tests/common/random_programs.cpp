@@ -226,6 +226,7 @@ RandomProgram random_program(std::mt19937_64& rng) {
     out.inputs = std::move(in);
     out.exact = !(c.kind == Kind::Affine || c.kind == Kind::SmoothMax || c.kind == Kind::Matrix2x2);
     out.dtype = c.dtype;
+    for (std::size_t k = 0; k < c.sizes.size(); ++k) out.sizes.emplace_back(cat("S", k), c.sizes[k]);
     out.what = c.str();
     return out;
 }

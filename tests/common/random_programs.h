@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scanc/backends/reference.h"
@@ -47,6 +48,7 @@ struct RandomProgram {
     Inputs inputs;
     bool exact = true;  // every association gives the same bits (else compare by tolerance(dtype))
     DType dtype = DType::F32;
+    std::vector<std::pair<std::string, std::int64_t>> sizes;  // each size symbol's extent in inputs
     std::string what;   // the case, for failure messages
 };
 RandomProgram random_program(std::mt19937_64& rng);
