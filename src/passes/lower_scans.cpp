@@ -139,9 +139,8 @@ std::vector<NodeRef> ScanLowering::apply(const std::vector<NodeRef>& left,
     std::vector<NodeRef> results;
     for (int i = 0; i < c.num_leaves(); ++i) {
         NodeRef r = value.at(c.results[i].get());
-        const Type& want = scan_.types[i];
-        if (r->type().weak || r->type().dtype != want.dtype)
-            r = make_elementwise(Op::Cast, {r}, scan_.loc, want.dtype);
+        const DType want = compute_dtype(scan_.types[i].dtype);
+        if (r->type().weak || r->type().dtype != want) r = make_elementwise(Op::Cast, {r}, scan_.loc, want);
         // A result that ignores the running values (a constant, a captured value) still has to
         // cover every element: broadcast it against the left operand.
         const Shape& shape = left[i]->type().shape;
@@ -321,6 +320,20 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     for (int i = 0; i < attr.num_leaves; ++i)
         if (leaves[i]->type().weak)
             leaves[i] = make_elementwise(Op::Cast, {leaves[i]}, scan.loc, scan.types[i].dtype);
+    // A scan computes f16/bf16 leaves (and captured values) in f32 and rounds only its
+    // outputs: the lowered ops run on f32 copies, whose results round once at the end.
+    auto widened = [&](NodeRef v) {
+        const DType t = v->type().dtype;
+        return compute_dtype(t) == t ? v : make_elementwise(Op::Cast, {v}, scan.loc, compute_dtype(t));
+    };
+    for (auto& v : leaves) v = widened(v);
+    for (auto& v : captured) v = widened(v);
+    auto narrowed = [&](std::vector<NodeRef> out) {
+        for (int i = 0; i < attr.num_leaves; ++i)
+            if (out[i]->type().dtype != scan.types[i].dtype)
+                out[i] = make_elementwise(Op::Cast, {out[i]}, scan.loc, scan.types[i].dtype);
+        return out;
+    };
 
     std::optional<std::int64_t> bound = s.upper_bound();
     if (!bound) {
@@ -341,9 +354,9 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
                                      "along dim ", d, " has length `", s.str(),
                                      "`; use --algorithm hillis-steele (or auto), which is ",
                                      "correct for every length up to the bound ", *bound));
-        return finish(lowering.work_efficient(*bound, info));
+        return finish(narrowed(lowering.work_efficient(*bound, info)));
     }
-    return finish(lowering.hillis_steele(*bound, info));
+    return finish(narrowed(lowering.hillis_steele(*bound, info)));
 }
 
 }  // namespace

@@ -220,7 +220,9 @@ RandomProgram random_program(std::mt19937_64& rng) {
     }
     Exprs ys = pb.scan(make_combine(c.kind, c.dtype), scanned, c.dim, c.reverse, captured);
     Exprs results = ys;
-    if (c.epilogue) results.push_back(ys.back() * 3 - leaves[0]);
+    // A float epilogue multiplies by 0.1, which f16/bf16 cannot hold: an op's literal operand
+    // converts at f32 precision, and each op's result rounds to its dtype.
+    if (c.epilogue) results.push_back(is_float(c.dtype) ? ys.back() * 0.1 - leaves[0] : ys.back() * 3 - leaves[0]);
     RandomProgram out;
     out.program = pb.build(results);
     out.inputs = std::move(in);

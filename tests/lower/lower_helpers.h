@@ -11,6 +11,7 @@
 
 #include "scanc/backends/reference.h"
 #include "scanc/dsl/expr.h"
+#include "scanc/ir/scalar_eval.h"
 #include "scanc/passes/passes.h"
 
 namespace scanc::lower_test {
@@ -74,16 +75,7 @@ inline Tensor random_tensor(DType dtype, const std::vector<std::int64_t>& sizes,
 inline std::vector<double> as_doubles(const Tensor& t) {
     std::vector<double> out(static_cast<std::size_t>(t.numel()));
     const auto* p = static_cast<const char*>(t.data());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        const char* e = p + i * dtype_size(t.dtype());
-        switch (t.dtype()) {
-            case DType::F64: out[i] = get<double>(e); break;
-            case DType::F32: out[i] = get<float>(e); break;
-            case DType::I32: out[i] = get<std::int32_t>(e); break;
-            case DType::I64: out[i] = get<std::int64_t>(e); break;
-            default: throw std::logic_error("as_doubles: dtype not used by these tests");
-        }
-    }
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = load_scalar(t.dtype(), p + i * dtype_size(t.dtype())).as_double();
     return out;
 }
 

@@ -188,6 +188,26 @@ TEST(LowerProgram, OpsAroundTheScanAreKeptAndResultsKeepTheirOrder) {
     }
 }
 
+TEST(LowerProgram, HalfPrecisionScansComputeInF32AndRoundOnlyTheirOutputs) {
+    // A bf16 sum of 1 + 1/128 (exact in bf16) over 600 steps: the scan adds in f32 and rounds
+    // each output once, so its partial sums above 256 are not what bf16 additions would give.
+    // Both algorithms and an f16 scan (whose sums pass 2048) give the scan's bits.
+    for (DType t : {DType::BF16, DType::F16}) {
+        dsl::ProgramBuilder b("half");
+        Expr x = b.param("x", t, {600});
+        ProgramRef p = b.build(b.scan(sum(), {x}, 0));
+        Tensor ones = Tensor::empty(t, {600});
+        for (std::int64_t i = 0; i < 600; ++i)
+            store_scalar(Scalar::of_double(t, t == DType::BF16 ? 1 + 1.0 / 128 : 4 + 1.0 / 256), static_cast<char*>(ones.data()) + i * 2);
+        for (auto a : {ScanAlgorithm::HillisSteele, ScanAlgorithm::WorkEfficient}) {
+            LowerOptions o;
+            o.algorithm = a;
+            SCOPED_TRACE(cat(dtype_name(t), " ", algorithm_name(a)));
+            expect_same_results(p, lower_scans(*p, o), {ones}, 0);
+        }
+    }
+}
+
 TEST(LowerProgram, EmptyScanGivesAnEmptyResult) {
     ProgramRef p = cumsum_program(0);
     ProgramRef lowered = lower_scans(*p);

@@ -129,11 +129,11 @@ std::string round_narrow(const std::string& x, DType t) {
     return x;
 }
 
-std::string literal_text(const LiteralAttr& lit, DType to) {
+std::string literal_text(const LiteralAttr& lit, DType to, bool narrow_rounds) {
     if (is_float(to)) {
         double v = lit.as_double();
         if (to == DType::F64) return float_text(v, false);
-        return round_narrow(float_text(v, true), to);
+        return narrow_rounds ? round_narrow(float_text(v, true), to) : float_text(v, true);
     }
     if (to == DType::Bool) return lit.as_double() != 0 ? "true" : "false";
     return cat("((", compute_ctype(to), ")", int_text(lit.is_float ? static_cast<std::int64_t>(lit.f) : lit.i), ")");
@@ -172,9 +172,13 @@ std::string ExprEmitter::emit(const Node* n) {
         for (auto& in : n->inputs) types.push_back(type_of_(in.get()));
         DType operand = operand_dtype(n->op, types, result);
         std::vector<std::string> args;
-        for (std::size_t i = 0; i < n->inputs.size(); ++i)
-            args.push_back(value_as(n->inputs[i].get(),
-                                    n->op == Op::Where && i == 0 ? DType::Bool : operand));
+        for (std::size_t i = 0; i < n->inputs.size(); ++i) {
+            const Node* in = n->inputs[i].get();
+            const DType to = n->op == Op::Where && i == 0 ? DType::Bool : operand;
+            // An op's literal operand converts at f32 precision also for f16/bf16 ops (as
+            // scalar_eval's convert_scalar does): `x * 0.1` multiplies by 0.1f, not by bf16(0.1).
+            args.push_back(in->op == Op::Literal ? literal_text(in->as<LiteralAttr>(), to, false) : value_as(in, to));
+        }
         expr = apply(n->op, args, operand, result.dtype);
         if (rounds_) expr = round_narrow(expr, result.dtype);
     }

@@ -43,8 +43,9 @@ private:
     int next_ = 0;
 };
 
-// "(float)1.5" style typed constant of a literal, as dtype `to` (f16/bf16 rounded).
-std::string literal_text(const LiteralAttr& lit, DType to);
+// "(float)1.5" style typed constant of a literal, as dtype `to` (f16/bf16 rounded to their
+// dtype where `narrow_rounds`, as a cast does; else at f32 precision, as an op's operand is).
+std::string literal_text(const LiteralAttr& lit, DType to, bool narrow_rounds = true);
 // Expression `x` (a float) rounded to f16/bf16 where t is one of them, else x.
 std::string round_narrow(const std::string& x, DType t);
 
