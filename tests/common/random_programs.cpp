@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 
 #include "scanc/ir/scalar_eval.h"
 
@@ -57,6 +58,17 @@ double tolerance(DType t) {
     }
 }
 
+namespace {
+double largest_finite(DType t) {
+    switch (t) {
+        case DType::F16: return 65504;
+        case DType::BF16: return 3.3895313892515355e38;
+        case DType::F32: return std::numeric_limits<float>::max();
+        default: return std::numeric_limits<double>::max();
+    }
+}
+}  // namespace
+
 std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, double rtol) {
     if (expected.dtype() != actual.dtype()) return "dtypes differ";
     if (expected.sizes() != actual.sizes()) return "sizes differ";
@@ -83,7 +95,9 @@ std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, 
         } else if (std::isnan(x.f) || std::isnan(y.f)) {
             ok = std::isnan(x.f) && std::isnan(y.f);
         } else if (std::isinf(x.f) || std::isinf(y.f)) {
-            ok = x.f == y.f;
+            // A sum reassociated near the largest finite value may round to it or overflow.
+            const double edge = largest_finite(t) * (1 - rtol);
+            ok = x.f == y.f || (std::signbit(x.f) == std::signbit(y.f) && std::fabs(x.f) >= edge && std::fabs(y.f) >= edge);
         } else {
             ok = std::fabs(x.f - y.f) <= rtol * (std::fabs(x.f) + scale);
         }
@@ -135,19 +149,51 @@ CombineRef make_combine(Kind k, DType t) {
 
 int num_leaves(Kind k) { return k == Kind::Affine ? 2 : k == Kind::Matrix2x2 ? 4 : 1; }
 
+// The prologues: the last leaf `a` and an operand `y` broadcast along the leading dims, through
+// one of seven expressions of the leaf's dtype class. Integer ones wrap, divide by zero (y
+// takes 0) and shift; float ones round each op (f16/bf16 included), and say whether they keep
+// integer values (so sums stay exact in any association) and whether every op is correctly
+// rounded (so every backend gets the same bits).
+constexpr int kPrologues = 7;
+Expr prologue(int op, const Expr& a, const Expr& y, bool integer) {
+    if (integer) {
+        switch (op) {
+            case 0: return a - y * 2;
+            case 1: return a * a - y;
+            case 2: return a / y + a % y;
+            case 3: return (a >> 2) ^ y;
+            case 4: return max(a, y) - min(a, y);
+            case 5: return where(a > y, a, y * 3);
+            default: return abs(a) + (a << 1);
+        }
+    }
+    switch (op) {
+        case 0: return a - y * 2;
+        case 1: return a * 0.1 + y;
+        case 2: return sqrt(abs(a));
+        case 3: return exp(a * 0.25);
+        case 4: return floor(a * 0.5) + y;
+        case 5: return a / (abs(y) + 0.5);
+        default: return tanh(a) - floor(a);
+    }
+}
+bool prologue_keeps_integers(int op) { return op == 0 || op == 4; }
+bool prologue_rounds_correctly(int op) { return op != 3 && op != 6; }
+
 struct Case {
     DType dtype;
     Kind kind;
     std::vector<std::int64_t> sizes;
     int dim;
-    bool reverse, prologue, epilogue;
+    bool reverse, epilogue, map;  // map: a result of the inputs alone, with no scan
+    int prologue;                 // -1: none
     Layout layout;
 
     std::string str() const {
         std::string s = cat(dtype_name(dtype), " kind=", static_cast<int>(kind), " sizes=[");
         for (auto v : sizes) s += cat(v, ",");
-        return s + cat("] dim=", dim, reverse ? " reverse" : "", prologue ? " prologue" : "",
-                       epilogue ? " epilogue" : "", " layout=", static_cast<int>(layout));
+        return s + cat("] dim=", dim, reverse ? " reverse" : "", prologue >= 0 ? cat(" prologue=", prologue) : "",
+                       epilogue ? " epilogue" : "", map ? " map" : "", " layout=", static_cast<int>(layout));
     }
 };
 
@@ -176,8 +222,9 @@ Case random_case(std::mt19937_64& rng) {
     if (rng() % 4 == 0 && total < 64) c.sizes[c.dim] = std::int64_t{1} << 16 | (rng() % 3 == 0 ? 1 : 0);
     if (c.sizes[c.dim] > 60000 && total > 8) c.sizes[c.dim] = 5003;
     c.reverse = rng() % 2;
-    c.prologue = c.dtype != DType::Bool && rng() % 2;
+    c.prologue = c.dtype != DType::Bool && rng() % 2 ? static_cast<int>(rng() % kPrologues) : -1;
     c.epilogue = c.dtype != DType::Bool && rng() % 2;
+    c.map = c.dtype != DType::Bool && rng() % 4 == 0;
     c.layout = static_cast<Layout>(rng() % 4);
     return c;
 }
@@ -211,22 +258,24 @@ RandomProgram random_program(std::mt19937_64& rng) {
                Layout::Contiguous, rng);
     }
     Exprs scanned = leaves;
-    if (c.prologue) {
-        // A broadcast operand of lower rank (the last dim only), and a literal.
+    if (c.prologue >= 0) {  // a broadcast operand of lower rank (the last dim only)
         Expr y = pb.param("y", c.dtype, {shape.back()});
         in.add(c.dtype, {c.sizes.back()}, Values::SmallInts, Layout::Strided, rng);
-        Expr last = scanned.back();
-        scanned.back() = c.kind == Kind::Affine && is_float(c.dtype) ? last + y * 0.25 : last - y * 2;
+        scanned.back() = prologue(c.prologue, scanned.back(), y, !is_float(c.dtype));
     }
     Exprs ys = pb.scan(make_combine(c.kind, c.dtype), scanned, c.dim, c.reverse, captured);
     Exprs results = ys;
     // A float epilogue multiplies by 0.1, which f16/bf16 cannot hold: an op's literal operand
     // converts at f32 precision, and each op's result rounds to its dtype.
     if (c.epilogue) results.push_back(is_float(c.dtype) ? ys.back() * 0.1 - leaves[0] : ys.back() * 3 - leaves[0]);
+    if (c.map) results.push_back(leaves[0] * 2 - 1);
     RandomProgram out;
     out.program = pb.build(results);
     out.inputs = std::move(in);
-    out.exact = !(c.kind == Kind::Affine || c.kind == Kind::SmoothMax || c.kind == Kind::Matrix2x2);
+    // Exact: selections of leaves every backend computes alike, and sums of integers.
+    const bool selects = c.kind == Kind::Max || c.kind == Kind::LastNonzero || c.kind == Kind::CapturedSelect;
+    out.exact = c.prologue < 0 || (selects ? prologue_rounds_correctly(c.prologue) : prologue_keeps_integers(c.prologue));
+    out.exact = out.exact && (selects || c.kind == Kind::Sum);
     out.dtype = c.dtype;
     for (std::size_t k = 0; k < c.sizes.size(); ++k) out.sizes.emplace_back(cat("S", k), c.sizes[k]);
     out.what = c.str();
