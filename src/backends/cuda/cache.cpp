@@ -40,6 +40,7 @@ std::string hash_key(const std::string& source, const std::string& arch) {
         h = (h ^ 0xff) * 1099511628211ull;
     };
     mix(SCANC_VERSION);
+    for (const char* option : kNvrtcFixedOptions) mix(option);
     mix(arch);
     mix(source);
     char buf[17];

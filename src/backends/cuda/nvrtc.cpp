@@ -185,7 +185,8 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, co
     Program prog = nullptr;
     check(n.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
     std::string arch_opt = "--gpu-architecture=" + arch, entry_opt = cat("-DSCANC_ONLY_ENTRY=", entry);
-    std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "-default-device", "--fmad=true"};
+    std::vector<const char*> opts = {arch_opt.c_str()};
+    opts.insert(opts.end(), std::begin(kNvrtcFixedOptions), std::end(kNvrtcFixedOptions));
     const std::vector<std::string> source_opts = options_in(source);
     for (const std::string& o : source_opts) opts.push_back(o.c_str());
     if (entry >= 0) {

@@ -12,6 +12,12 @@ namespace scanc::cuda {
 // comments (before its first preprocessor line); nvrtc_compile adds them.
 inline constexpr const char* kNvrtcOptionsLine = "// nvrtc options: ";
 
+// The options every compile takes, besides the arch and a source's own. --fmad=false: no
+// multiply and add is contracted into an FMA, so each op rounds once as in scalar_eval.h, and
+// prologues and epilogues give the reference executor's bits (docs/semantics.md). Part of the
+// kernel-cache key.
+inline constexpr const char* kNvrtcFixedOptions[] = {"--std=c++17", "-default-device", "--fmad=false"};
+
 struct NvrtcOutput {
     std::vector<char> binary;  // CUBIN for a real arch (sm_90), PTX text for a virtual one
     bool is_ptx = false;
