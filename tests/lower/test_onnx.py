@@ -166,6 +166,29 @@ def test_one_bounded_dynamic_model_is_right_for_many_lengths(tmp_path):
         assert_matches(h, expected(inputs)[0], h.dtype)
 
 
+def test_half_precision_exports_give_the_reference_executors_bits(tmp_path):
+    """An f16 op takes a literal operand at f32 precision (`x * 0.1` multiplies by 0.1f, not by
+    f16(0.1)) and rounds its result; a scan adds in f32 and rounds each output once. The sums of
+    these multiples of 2^-14 are exact in f32, so any association gives the same bits."""
+    src = tmp_path / "half.scan"
+    src.write_text("combine add(a | b) { return a + b }\n"
+                   "program p(x: f16[N]) {\n  s = scan add(x * 0.1) dim=0\n  return s, s * 0.3 - x\n}\n")
+    x = np.random.default_rng(3).integers(-5, 6, 700).astype(np.float16)
+    np.save(tmp_path / "x.npy", x)
+    r = scanc("run", src, "--backend", "reference", "--input", f"x={tmp_path / 'x.npy'}",
+              "--output", tmp_path / "s.npy", "--output", tmp_path / "e.npy")
+    assert r.returncode == 0, r.stderr
+    want = [np.load(tmp_path / "s.npy"), np.load(tmp_path / "e.npy")]
+    for algorithm in ["hillis-steele", "work-efficient"]:
+        out = tmp_path / f"half-{algorithm}.onnx"
+        r = scanc("lower", src, "--emit", "onnx", "--size", "N=700", "--algorithm", algorithm, "-o", out)
+        assert r.returncode == 0, r.stderr
+        got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        for g, w in zip(got, want):
+            assert g.dtype == np.float16
+            np.testing.assert_array_equal(g, w, err_msg=algorithm)
+
+
 def test_graph_inputs_are_named_after_params_and_outputs_follow_return_order(tmp_path):
     model, session = export(tmp_path, "welford", "--bound", "T=64")
     assert [i.name for i in model.graph.input] == ["x"]

@@ -115,7 +115,14 @@ void emit_elementwise(GraphWriter& g, const Node& n) {
     std::vector<std::string> in;
     if (n.op == Op::Where) in.push_back(g.value_as(n.inputs[0].get(), DType::Bool));
     for (std::size_t i = first; i < n.inputs.size(); ++i) {
-        std::string v = g.value_as(n.inputs[i].get(), t);
+        const Node* x = n.inputs[i].get();
+        // A literal operand converts at the compute precision (scalar_eval's convert_scalar):
+        // `x * 0.1` on f16 multiplies by 0.1f, not by f16(0.1).
+        if (x->op == Op::Literal) {
+            in.push_back(g.value_as(x, compute));
+            continue;
+        }
+        std::string v = g.value_as(x, t);
         in.push_back(compute == t ? v : g.cast(v, compute));
     }
     std::string r;
