@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -101,9 +102,15 @@ std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, 
         } else {
             ok = std::fabs(x.f - y.f) <= rtol * (std::fabs(x.f) + scale);
         }
-        if (!ok)
-            return cat("element ", i, " of ", n, ": expected ", is_float(t) ? x.f : x.i, ", got ",
-                       is_float(t) ? y.f : y.i);
+        if (!ok) {
+            // Every digit of a float, so that an ulp apart shows.
+            auto text = [&](const Scalar& v) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%.17g", v.f);
+                return is_float(t) ? std::string(buf) : cat(v.i);
+            };
+            return cat("element ", i, " of ", n, ": expected ", text(x), ", got ", text(y));
+        }
     }
     return "";
 }
