@@ -290,10 +290,10 @@ RandomProgram random_program(std::mt19937_64& rng) {
 }
 
 std::string compare_results(const RandomProgram& p, const std::vector<Tensor>& expected,
-                            const std::vector<Tensor>& actual) {
+                            const std::vector<Tensor>& actual, bool bitwise) {
     if (expected.size() != actual.size()) return cat(actual.size(), " results, expected ", expected.size());
     for (std::size_t r = 0; r < expected.size(); ++r) {
-        std::string m = compare(expected[r], actual[r], p.exact, tolerance(p.dtype));
+        std::string m = compare(expected[r], actual[r], bitwise || p.exact, tolerance(p.dtype));
         if (!m.empty()) return cat("result ", r, ": ", m);
     }
     return "";

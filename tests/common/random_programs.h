@@ -53,9 +53,9 @@ struct RandomProgram {
 };
 RandomProgram random_program(std::mt19937_64& rng);
 
-// Compares `actual` with the reference's results of `p` (exact or within tolerance(dtype)):
-// "" when they match, else the first mismatch.
+// Compares `actual` with the reference's results of `p` (exact, or within tolerance(dtype) where
+// p is not exact; `bitwise`: exact whatever p says): "" when they match, else the first mismatch.
 std::string compare_results(const RandomProgram& p, const std::vector<Tensor>& expected,
-                            const std::vector<Tensor>& actual);
+                            const std::vector<Tensor>& actual, bool bitwise = false);
 
 }  // namespace scanc::test
