@@ -1,7 +1,7 @@
 // lower_scans on random programs (tests/common: every dtype, combines of one to four leaves and
 // of captured values, prologues, epilogues, reverse, awkward extents): Hillis-Steele to a bound
-// at or above each extent, and work-efficient at the extents given. The reference executor runs
-// each lowered program to the original's results.
+// at or above each extent, and work-efficient at the extents given. Each lowered program passes
+// check_lowered, and the reference executor runs it to the original's results.
 #include "lower_helpers.h"
 #include "random_programs.h"
 
@@ -23,6 +23,7 @@ TEST(LowerRandomPrograms, BothAlgorithmsGiveTheScansResults) {
         for (const LowerOptions& o : {bounded, fixed}) {
             SCOPED_TRACE(algorithm_name(o.algorithm));
             const ProgramRef lowered = lower_scans(*p.program, o);
+            check_lowered(*lowered, false, p.program.get());  // no scan, no constant pad
             EXPECT_EQ(test::compare_results(p, want, test::run_reference(lowered, p.inputs)), "");
         }
     }
