@@ -1,5 +1,7 @@
 #include "random_programs.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -287,6 +289,16 @@ RandomProgram random_program(std::mt19937_64& rng) {
     for (std::size_t k = 0; k < c.sizes.size(); ++k) out.sizes.emplace_back(cat("S", k), c.sizes[k]);
     out.what = c.str();
     return out;
+}
+
+void for_each_random_program(std::uint64_t seed, int count,
+                             const std::function<void(const RandomProgram&, std::mt19937_64& rng)>& check) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < count && !::testing::Test::HasFatalFailure(); ++i) {
+        const RandomProgram p = random_program(rng);
+        SCOPED_TRACE(cat("case ", i, ": ", p.what));
+        check(p, rng);
+    }
 }
 
 std::string compare_results(const RandomProgram& p, const std::vector<Tensor>& expected,

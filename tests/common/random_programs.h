@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -52,6 +53,10 @@ struct RandomProgram {
     std::string what;   // the case, for failure messages
 };
 RandomProgram random_program(std::mt19937_64& rng);
+// Runs `check` on `count` random programs drawn from `seed`, each under a trace naming it; `rng`
+// (the same generator) may draw more for the case. Stops after a fatal failure.
+void for_each_random_program(std::uint64_t seed, int count,
+                             const std::function<void(const RandomProgram&, std::mt19937_64& rng)>& check);
 
 // Compares `actual` with the reference's results of `p` (exact, or within tolerance(dtype) where
 // p is not exact; `bitwise`: exact whatever p says): "" when they match, else the first mismatch.

@@ -12,20 +12,16 @@ namespace {
 TEST(CpuDifferential, RandomProgramsMatchTheReference) {
     // Each at a random thread count (1-3), then again at that count: the same bits; and ordered,
     // the reference's bits.
-    std::mt19937_64 rng(20261129);
-    for (int i = 0; i < 300; ++i) {
-        const test::RandomProgram p = test::random_program(rng);
+    test::for_each_random_program(20261129, 300, [](const test::RandomProgram& p, std::mt19937_64& rng) {
         const int threads = 1 + static_cast<int>(rng() % 3);
-        SCOPED_TRACE(cat("case ", i, ": ", p.what, " threads=", threads));
+        SCOPED_TRACE(cat("threads=", threads));
         const auto want = run_reference(p.program, p.inputs), actual = run_cpu(p.program, p.inputs, threads);
         ASSERT_EQ(test::compare_results(p, want, actual), "");
-        const auto again = run_cpu(p.program, p.inputs, threads);
-        for (std::size_t r = 0; r < actual.size(); ++r) ASSERT_EQ(compare(actual[r], again[r], true, 0), "") << "rerun, result " << r;
+        ASSERT_EQ(test::compare_results(p, actual, run_cpu(p.program, p.inputs, threads), true), "") << "rerun";
         // Ordered: every line combined strictly in order, so floats too give the reference's
         // bits, transcendental prologues and reassociating combines included.
-        const auto ordered = run_cpu(p.program, p.inputs, threads, true);
-        ASSERT_EQ(test::compare_results(p, want, ordered, true), "") << "ordered";
-    }
+        ASSERT_EQ(test::compare_results(p, want, run_cpu(p.program, p.inputs, threads, true), true), "") << "ordered";
+    });
 }
 
 }  // namespace

@@ -238,16 +238,12 @@ TEST_F(CudaDifferential, RandomProgramsMatchTheReference) {
     // broadcast operand, epilogues reading an input, awkward extents (0, 1, primes, 2^k +- 1,
     // lines of 2^16 and more), host inputs seen transposed, strided and flipped. Each runs
     // twice: the same bits.
-    std::mt19937_64 programs(20261201);
-    for (int i = 0; i < 80; ++i) {
-        const test::RandomProgram p = test::random_program(programs);
-        SCOPED_TRACE(cat("case ", i, ": ", p.what));
+    test::for_each_random_program(20261201, 80, [](const test::RandomProgram& p, std::mt19937_64&) {
         auto exe = CudaBackend().compile(p.program);
         const std::vector<Tensor> actual = exe->run(p.inputs.views), again = exe->run(p.inputs.views);
         EXPECT_EQ(test::compare_results(p, test::run_reference(p.program, p.inputs), actual), "");
-        for (std::size_t r = 0; r < actual.size() && r < again.size(); ++r)
-            EXPECT_EQ(test::compare(actual[r], again[r], true, 0), "") << "run to run, result " << r;
-    }
+        EXPECT_EQ(test::compare_results(p, actual, again, true), "") << "run to run";
+    });
 }
 
 TEST_F(CudaDifferential, SlicesConcatAndBroadcastingMatch) {

@@ -9,10 +9,7 @@ namespace scanc::lower_test {
 namespace {
 
 TEST(LowerRandomPrograms, BothAlgorithmsGiveTheScansResults) {
-    std::mt19937_64 rng(20261201);
-    for (int i = 0; i < 150; ++i) {
-        const test::RandomProgram p = test::random_program(rng);
-        SCOPED_TRACE(cat("case ", i, ": ", p.what));
+    test::for_each_random_program(20261201, 150, [](const test::RandomProgram& p, std::mt19937_64& rng) {
         const auto want = test::run_reference(p.program, p.inputs);
         LowerOptions bounded, fixed;
         bounded.algorithm = ScanAlgorithm::HillisSteele;
@@ -26,7 +23,7 @@ TEST(LowerRandomPrograms, BothAlgorithmsGiveTheScansResults) {
             check_lowered(*lowered, false, p.program.get());  // no scan, no constant pad
             EXPECT_EQ(test::compare_results(p, want, test::run_reference(lowered, p.inputs)), "");
         }
-    }
+    });
 }
 
 }  // namespace
