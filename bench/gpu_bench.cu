@@ -210,9 +210,9 @@ int first_launch(const std::string& which) {
         timed_first_run(scan_program(sum ? sum_combine() : affine_combine(), rank, dim), in);
     auto stats = cuda_cache_stats();
     std::printf("first-launch (%s): gpu=%d driver+context %.1f ms, compile-or-load + first run %.1f ms "
-                "(%.1f ms of CPU; compiles %d, disk hits %d; load %.1f)%s\n",
+                "(%.1f ms of CPU; compiles %d, quick builds %d, disk hits %d; load %.1f)%s\n",
                 which.c_str(), ok, init * 1e3, first.seconds * 1e3, first.cpu * 1e3, stats.compiles,
-                stats.disk_hits, load_average(), first.note.c_str());
+                stats.quick_builds, stats.disk_hits, load_average(), first.note.c_str());
     return 0;
 }
 

@@ -240,6 +240,7 @@ TEST(CudaGraph, AFirstRunInsideACaptureCompilesItsKernelsThereAndReplaysRight) {
     const CudaCacheStats after = cuda_cache_stats();
     EXPECT_EQ(after.compiles + after.disk_hits - before.compiles - before.disk_hits, 1);
     EXPECT_EQ(after.memory_hits - before.memory_hits, 1) << "the compile() inside found the first's program";
+    EXPECT_EQ(after.quick_builds, before.quick_builds) << "a captured run waits for full builds";
     expect_replays_match_reference(graph, c.stream, c.program, c.in, c.rng, 2,
                                    [&](std::size_t r) { return outs.memory[r]->to_host(); });
 }

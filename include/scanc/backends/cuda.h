@@ -31,7 +31,12 @@
 //     SCANC_NVRTC_OPTIONS adds NVRTC options (for measurements; none by default): the source
 //     names them on a line of its own, so they are part of its cache key.
 //     A program compiles once, at its first run: the kernels that run launches first (it waits
-//     for those only), then the program's others on background threads.
+//     for those only), then the program's others on background threads. The first run's kernels
+//     are quick builds (NVRTC's --Ofast-compile=mid: half the compile time, kernels several times
+//     slower, the same results) while their full builds compile first in the background; runs
+//     load the full builds once they are done, and a run captured into a CUDA graph waits for
+//     them. SCANC_CUDA_QUICK=0 makes every run wait for full builds; SCANC_CUDA_QUICK=always
+//     runs quick builds only (for tests and measurements).
 #pragma once
 
 #include <string>
@@ -80,6 +85,8 @@ struct CudaCacheStats {
     // to the last one's end, and its slowest kernel's name, wall and CPU time.
     double last_compile_seconds = 0, slowest_kernel_seconds = 0, slowest_kernel_cpu_seconds = 0;
     std::string slowest_kernel;
+    int quick_builds = 0;  // kernels runs launched from a quick build
+    int upgrades = 0;      // of those, the kernels later loaded from their full build
 };
 CudaCacheStats cuda_cache_stats();
 

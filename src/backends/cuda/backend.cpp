@@ -70,8 +70,8 @@ std::size_t cuda_compile_check(const ProgramRef& program, std::string_view arch)
 
 CudaCacheStats cuda_cache_stats() {
     auto s = cuda::cache_stats();
-    return {s.compiles, s.disk_hits, s.memory_hits, s.last_seconds, s.slowest_seconds, s.slowest_cpu_seconds,
-            s.slowest_kernel};
+    return {s.compiles,        s.disk_hits,          s.memory_hits,    s.last_seconds, s.slowest_seconds,
+            s.slowest_cpu_seconds, s.slowest_kernel, s.quick_builds, s.upgrades};
 }
 
 void cuda_finish_compiles() { cuda::finish_compiles(); }

@@ -114,7 +114,9 @@ struct Compilation : std::enable_shared_from_this<Compilation> {
     Compilation(std::string source_, std::string arch_, std::string key_)
         : source(std::move(source_)), arch(std::move(arch_)), key(std::move(key_)),
           names(kernel_entry_names(source)), state(names.size(), State::queued), outs(names.size()),
-          errors(names.size()), left(static_cast<int>(names.size())) {}
+          errors(names.size()), order(names.size()), left(static_cast<int>(names.size())) {
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    }
 
     // Takes binaries read from the disk cache: nothing left to compile.
     void take_cached(std::vector<std::string> binaries) {
@@ -129,12 +131,20 @@ struct Compilation : std::enable_shared_from_this<Compilation> {
     // The binaries of `entries`: compiles those no one has begun (in parallel, on this thread and
     // others), waits for those begun elsewhere, then hands the rest to the background pool.
     std::vector<std::string> binaries(const std::vector<int>& entries);
+    // Quick builds of `entries` (QuickBuilds), compiled on this thread and others; their full
+    // builds go to the background pool ahead of the program's other entries.
+    std::vector<std::string> quick_binaries(const std::vector<int>& entries);
+    // Whether entry i's full build is done (or failed: binaries() says how).
+    bool done(int i) {
+        std::lock_guard lock(mu);
+        return state[i] == State::done;
+    }
 
     // The next queued entry, marked as compiling; -1 when none is queued.
     int claim_next() {
         std::lock_guard lock(mu);
-        for (std::size_t i = 0; i < state.size(); ++i)
-            if (state[i] == State::queued) return begin(static_cast<int>(i)), static_cast<int>(i);
+        for (int i : order)
+            if (state[i] == State::queued) return begin(i), i;
         return -1;
     }
 
@@ -153,12 +163,14 @@ private:
         if (!started) started = true, start = Clock::now();
     }
     void complete();  // all entries done, none failed
+    void hand_over();  // the entries no launch has begun, to the background pool
 
     std::mutex mu;
     std::condition_variable done_cv;
     std::vector<State> state;
     std::vector<NvrtcOutput> outs;
     std::vector<std::exception_ptr> errors;
+    std::vector<int> order;    // the background pool's order of the entries
     int left;                  // entries not done
     bool handed_over = false;  // the rest is the pool's
     bool started = false;
@@ -286,12 +298,35 @@ std::vector<std::string> Compilation::binaries(const std::vector<int>& entries) 
         if (errors[i]) std::rethrow_exception(errors[i]);
         out.emplace_back(outs[i].binary.begin(), outs[i].binary.end());
     }
-    if (!handed_over && left > 0) {
-        handed_over = true;
-        lock.unlock();
-        background().add(shared_from_this());
-    }
+    lock.unlock();
+    hand_over();
     return out;
+}
+
+std::vector<std::string> Compilation::quick_binaries(const std::vector<int>& entries) {
+    {
+        std::lock_guard lock(mu);
+        std::stable_partition(order.begin(), order.end(), [&](int i) {
+            return std::find(entries.begin(), entries.end(), i) != entries.end();
+        });
+    }
+    std::vector<std::string> out;
+    for (NvrtcOutput& o : nvrtc_compile_entries(source, arch, key + ".cu", entries, /*quick=*/true))
+        out.emplace_back(o.binary.begin(), o.binary.end());
+    // The full builds begin once the quick ones are done: not beside them, which slowed the quick
+    // ones (the H200 machine), and never before the process's first NVRTC compile, whose statics
+    // must outlive the pool's threads at exit (background()).
+    hand_over();
+    return out;
+}
+
+void Compilation::hand_over() {
+    {
+        std::lock_guard lock(mu);
+        if (handed_over || left == 0) return;
+        handed_over = true;
+    }
+    background().add(shared_from_this());
 }
 
 void Compilation::finish(int i, NvrtcOutput out, std::exception_ptr error) {
@@ -324,25 +359,65 @@ void Compilation::complete() {
     write_file(src, source.data(), source.size());
 }
 
-ProgramKernels::ProgramKernels(std::shared_ptr<Compilation> compilation)
-    : compilation_(std::move(compilation)), modules_(compilation_->names.size(), nullptr) {}
-
-bool ProgramKernels::has(const std::string& name) const {
-    const auto& names = compilation_->names;
-    return std::find(names.begin(), names.end(), name) != names.end();
+QuickBuilds quick_builds() {
+    const char* v = std::getenv("SCANC_CUDA_QUICK");
+    if (!v || !*v || std::strcmp(v, "1") == 0) return QuickBuilds::first;
+    if (std::strcmp(v, "0") == 0) return QuickBuilds::off;
+    if (std::strcmp(v, "always") == 0) return QuickBuilds::always;
+    throw RuntimeError(cat("SCANC_CUDA_QUICK=", v, ": expected 1, 0 or always"));
 }
 
-std::vector<CUfunction> ProgramKernels::load(const std::vector<std::string>& names) {
+ProgramKernels::ProgramKernels(std::shared_ptr<Compilation> compilation)
+    : compilation_(std::move(compilation)), modules_(compilation_->names.size(), nullptr),
+      quick_modules_(modules_.size(), nullptr) {}
+
+int ProgramKernels::entry(const std::string& name) const {
+    const auto& names = compilation_->names;
+    auto it = std::find(names.begin(), names.end(), name);
+    return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+}
+
+bool ProgramKernels::has(const std::string& name) const { return entry(name) >= 0; }
+
+bool ProgramKernels::full_ready(const std::string& name) const {
+    const int i = entry(name);
+    return i >= 0 && quick_builds() != QuickBuilds::always && compilation_->done(i);
+}
+
+std::vector<ProgramKernels::Loaded> ProgramKernels::load(const std::vector<std::string>& names, bool may_quick) {
     std::lock_guard lock(mu_);
-    const std::vector<std::string>& all = compilation_->names;
-    std::vector<int> entries(names.size(), -1), missing;
+    const QuickBuilds mode = quick_builds();
+    std::vector<int> entries(names.size(), -1), missing, quick_missing;
+    std::vector<char> quick(names.size(), 0);
+    auto add = [](std::vector<int>& list, int i) {
+        if (std::find(list.begin(), list.end(), i) == list.end()) list.push_back(i);
+    };
     for (std::size_t k = 0; k < names.size(); ++k) {
-        auto it = std::find(all.begin(), all.end(), names[k]);
-        if (it == all.end()) continue;
-        entries[k] = static_cast<int>(it - all.begin());
-        if (!modules_[entries[k]] && std::find(missing.begin(), missing.end(), entries[k]) == missing.end())
-            missing.push_back(entries[k]);
+        const int i = entries[k] = entry(names[k]);
+        if (i < 0) continue;
+        // The full build where it is loaded or done (or wanted), else a quick one.
+        quick[k] = mode == QuickBuilds::always ||
+                   (mode == QuickBuilds::first && may_quick && !modules_[i] && !compilation_->done(i));
+        if (quick[k] ? !quick_modules_[i] : !modules_[i]) add(quick[k] ? quick_missing : missing, i);
     }
+    if (!quick_missing.empty()) {
+        std::vector<std::string> binaries;
+        try {
+            binaries = compilation_->quick_binaries(quick_missing);
+        } catch (const RuntimeError&) {
+            // An NVRTC without the quick option: these launches wait for the full builds.
+            if (mode == QuickBuilds::always) throw;
+            for (std::size_t k = 0; k < names.size(); ++k)
+                if (quick[k]) quick[k] = 0, add(missing, entries[k]);
+            quick_missing.clear();
+        }
+        for (std::size_t k = 0; k < quick_missing.size(); ++k)
+            SCANC_CU(cuModuleLoadData, &quick_modules_[quick_missing[k]], binaries[k].data());
+        std::lock_guard stats_lock(cuda::mu);
+        stats.quick_builds += static_cast<int>(quick_missing.size());
+    }
+    int upgrades = 0;
+    for (int i : missing) upgrades += quick_modules_[i] != nullptr;
     for (bool loaded = missing.empty(); !loaded;) {
         std::vector<std::string> binaries = compilation_->binaries(missing);
         loaded = true;
@@ -357,9 +432,17 @@ std::vector<CUfunction> ProgramKernels::load(const std::vector<std::string>& nam
             loaded = false;
         }
     }
-    std::vector<CUfunction> fns(names.size(), nullptr);
-    for (std::size_t k = 0; k < names.size(); ++k)
-        if (entries[k] >= 0) SCANC_CU(cuModuleGetFunction, &fns[k], modules_[entries[k]], names[k].c_str());
+    if (upgrades) {
+        std::lock_guard stats_lock(cuda::mu);
+        stats.upgrades += upgrades;
+    }
+    std::vector<Loaded> fns(names.size());
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        if (entries[k] < 0) continue;
+        CUmodule m = quick[k] ? quick_modules_[entries[k]] : modules_[entries[k]];
+        SCANC_CU(cuModuleGetFunction, &fns[k].fn, m, names[k].c_str());
+        fns[k].quick = quick[k];
+    }
     return fns;
 }
 

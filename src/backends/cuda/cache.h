@@ -25,7 +25,21 @@ struct CacheStats {
     // to the last one's end, and its slowest kernel's name, wall and CPU time.
     double last_seconds = 0, slowest_seconds = 0, slowest_cpu_seconds = 0;
     std::string slowest_kernel;
+    int quick_builds = 0;  // kernels a launch ran from a quick build (below)
+    int upgrades = 0;      // of those, the kernels later loaded from their full build
 };
+
+// Quick builds (SCANC_CUDA_QUICK): a launch that needs a kernel whose full build is not done
+// compiles a quick build of it (kNvrtcQuickOption: about half the compile time, a kernel several
+// times slower, the same results), runs that, and lets the full build compile in the background
+// first; later launches load the full build once it is done. Launches captured into a CUDA graph
+// always wait for the full build (a graph keeps the kernels it captured).
+enum class QuickBuilds {
+    first,   // "1" or unset: as above
+    off,     // "0": a launch waits for the full build
+    always,  // "always": quick builds only, never the full one (tests and measurements)
+};
+QuickBuilds quick_builds();
 
 struct Compilation;  // one program's binaries, shared by the devices (cache.cpp)
 
@@ -37,17 +51,27 @@ struct Compilation;  // one program's binaries, shared by the devices (cache.cpp
 class ProgramKernels {
 public:
     explicit ProgramKernels(std::shared_ptr<Compilation> compilation);
+    struct Loaded {
+        CUfunction fn = nullptr;  // null for a name the program lacks (reachable_kernels left it out)
+        bool quick = false;       // from a quick build: load it again once full_ready
+    };
     // The kernels `names` loaded on the device (its context current), compiled first where they
-    // are not yet; null for a name the program lacks (reachable_kernels left it out).
-    // RuntimeError with the NVRTC log or the driver's error.
-    std::vector<CUfunction> load(const std::vector<std::string>& names);
+    // are not yet: quick builds where quick_builds() allows and `may_quick` (the launch is not
+    // captured into a graph), else full ones. RuntimeError with the NVRTC log or the driver's
+    // error.
+    std::vector<Loaded> load(const std::vector<std::string>& names, bool may_quick);
     // Whether the program has kernel `name` (compiles nothing).
     bool has(const std::string& name) const;
+    // Whether a kernel loaded quick should be loaded again: its full build is done, and
+    // quick_builds() is not `always`.
+    bool full_ready(const std::string& name) const;
 
 private:
+    int entry(const std::string& name) const;  // -1 when the program lacks it
+
     std::shared_ptr<Compilation> compilation_;
     std::mutex mu_;
-    std::vector<CUmodule> modules_;  // per kernel entry; null until loaded
+    std::vector<CUmodule> modules_, quick_modules_;  // per kernel entry; null until loaded
 };
 
 // The kernels of generated `source` on `device`, compiled for `arch` ("sm_90") as launches ask

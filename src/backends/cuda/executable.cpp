@@ -167,7 +167,7 @@ public:
         std::vector<Kernel> chosen;
         for (std::size_t s = 0; s < plan_.stages.size(); ++s)
             chosen.push_back(choose(plan_.stages[s], views[s], module.kernels[s]));
-        exe_.load_kernels(module, chosen);
+        exe_.load_kernels(module, chosen, /*may_quick=*/!capturing_);
         for (std::size_t s = 0; s < plan_.stages.size(); ++s)
             if (chosen[s] != kNone) launch(plan_.stages[s], views[s], module.kernels[s], chosen[s]);
         std::vector<Tensor> out;
@@ -497,19 +497,28 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
     return m;
 }
 
-void CudaExecutable::load_kernels(Module& m, const std::vector<Kernel>& chosen) {
+void CudaExecutable::load_kernels(Module& m, const std::vector<Kernel>& chosen, bool may_quick) {
+    // A kernel loads at its first launch, and again when it was a quick build whose full build
+    // is done, or that a graph capture is about to keep.
+    std::vector<char> wanted(chosen.size(), 0);
     std::vector<std::string> names;
-    for (std::size_t s = 0; s < chosen.size(); ++s)
-        if (chosen[s] != kNone && !m.kernels[s].fns[chosen[s]]) names.push_back(m.kernels[s].names[chosen[s]]);
+    for (std::size_t s = 0; s < chosen.size(); ++s) {
+        const Kernels& k = m.kernels[s];
+        const Kernel kernel = chosen[s];
+        wanted[s] = kernel != kNone && (!k.fns[kernel] || (k.quick[kernel] && (!may_quick ||
+                                                                              m.program->full_ready(k.names[kernel]))));
+        if (wanted[s]) names.push_back(k.names[kernel]);
+    }
     if (names.empty()) return;
-    std::vector<CUfunction> fns = m.program->load(names);
+    std::vector<ProgramKernels::Loaded> fns = m.program->load(names, may_quick);
     const DeviceInfo& info = device_info(device_);
     for (std::size_t s = 0, at = 0; s < chosen.size(); ++s) {
+        if (!wanted[s]) continue;
         Kernels& k = m.kernels[s];
         const Kernel kernel = chosen[s];
-        if (kernel == kNone || k.fns[kernel]) continue;
-        CUfunction fn = fns[at++];
+        const auto [fn, quick] = fns[at++];
         if (!fn) continue;  // the program lacks it: launch says so
+        k.quick[kernel] = quick;
         allow_dynamic_smem(fn, k.smem[kernel], info);
         if (kernel == kResident || kernel == kResidentGroups) {
             int blocks = 0;

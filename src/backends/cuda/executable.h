@@ -33,6 +33,7 @@ private:
         // lacks it, or the stage's shape cannot reach it: reachable_kernels, codegen.h).
         std::array<std::string, kNone> names;
         std::array<CUfunction, kNone> fns{};  // loaded by the first launch that takes them
+        std::array<bool, kNone> quick{};      // fns from a quick build (cache.h: QuickBuilds)
         std::array<unsigned, kNone> smem{};   // dynamic shared memory (the transposes)
         std::array<int, kNone> per_sm{};      // blocks per SM once loaded (the resident grids)
         bool has(Kernel k) const { return !names[k].empty(); }
@@ -50,8 +51,10 @@ private:
     // kernels compile as launches take them).
     Module& module_for(const std::vector<std::optional<StageLayout>>& wanted);
     Module load(const Layout& layout);
-    // Loads (compiling first where needed) the kernel each stage launches with (kNone: none).
-    void load_kernels(Module& module, const std::vector<Kernel>& chosen);
+    // Loads (compiling first where needed) the kernel each stage launches with (kNone: none);
+    // quick builds where `may_quick` (not inside a graph capture), and the full build in place
+    // of a quick one once it is done.
+    void load_kernels(Module& module, const std::vector<Kernel>& chosen, bool may_quick);
 
     // A launch's look-back state: its status words, tile counter, epoch and first ticket.
     struct LookbackWords {

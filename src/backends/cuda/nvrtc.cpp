@@ -178,7 +178,7 @@ std::string nvrtc_version() {
 }
 
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, const std::string& name,
-                          int entry) {
+                          int entry, bool quick) {
     const Nvrtc& n = api();
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = thread_cpu_seconds();
@@ -189,6 +189,7 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, co
     opts.insert(opts.end(), std::begin(kNvrtcFixedOptions), std::end(kNvrtcFixedOptions));
     const std::vector<std::string> source_opts = options_in(source);
     for (const std::string& o : source_opts) opts.push_back(o.c_str());
+    if (quick) opts.push_back(kNvrtcQuickOption);
     if (entry >= 0) {
         opts.push_back(entry_opt.c_str());
     } else {
@@ -228,7 +229,8 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, co
 }
 
 std::vector<NvrtcOutput> nvrtc_compile_entries(const std::string& source, const std::string& arch,
-                                               const std::string& name, const std::vector<int>& entries) {
+                                               const std::string& name, const std::vector<int>& entries,
+                                               bool quick) {
     const int count = static_cast<int>(entries.size());
     std::vector<NvrtcOutput> outs(entries.size());
     std::vector<std::exception_ptr> errors(entries.size());
@@ -236,7 +238,7 @@ std::vector<NvrtcOutput> nvrtc_compile_entries(const std::string& source, const 
     auto work = [&] {
         for (int i; (i = next++) < count;) {
             try {
-                outs[i] = nvrtc_compile(source, arch, name, entries[i]);
+                outs[i] = nvrtc_compile(source, arch, name, entries[i], quick);
             } catch (...) {
                 errors[i] = std::current_exception();
             }

@@ -18,6 +18,11 @@ inline constexpr const char* kNvrtcOptionsLine = "// nvrtc options: ";
 // kernel-cache key.
 inline constexpr const char* kNvrtcFixedOptions[] = {"--std=c++17", "-default-device", "--fmad=false"};
 
+// What a quick build adds (cache.h): NVRTC and ptxas optimise less, so a kernel compiles in
+// about half the time and runs several times slower. Optimisation levels do not change results:
+// every op's rounding is fixed in the PTX (--fmad=false above, no fast-math), which ptxas keeps.
+inline constexpr const char* kNvrtcQuickOption = "--Ofast-compile=mid";
+
 struct NvrtcOutput {
     std::vector<char> binary;  // CUBIN for a real arch (sm_90), PTX text for a virtual one
     bool is_ptx = false;
@@ -27,15 +32,17 @@ struct NvrtcOutput {
 
 // Compiles CUDA C++ `source` for `arch` ("sm_90" -> CUBIN, "compute_90" -> PTX): all of it, or
 // only kernel entry `entry` of a generated source (-DSCANC_ONLY_ENTRY, codegen.h).
-// RuntimeError with the compile log when NVRTC is missing or compilation fails.
+// `quick`: a quick build (kNvrtcQuickOption). RuntimeError with the compile log when NVRTC is
+// missing or compilation fails.
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch,
-                          const std::string& name = "scanc.cu", int entry = -1);
+                          const std::string& name = "scanc.cu", int entry = -1, bool quick = false);
 // Kernel entries `entries` of a generated source, each compiled alone, on as many threads as
 // the machine has (the calling thread one of them), in the order given: the kernels take about
 // the slowest one's time, not the sum (H200 machine, the sum program: 1.2 s as one program with
 // --split-compile).
 std::vector<NvrtcOutput> nvrtc_compile_entries(const std::string& source, const std::string& arch,
-                                               const std::string& name, const std::vector<int>& entries);
+                                               const std::string& name, const std::vector<int>& entries,
+                                               bool quick = false);
 
 // True when libnvrtc can be loaded; `why` gets the places searched otherwise.
 bool nvrtc_available(std::string* why = nullptr);
