@@ -29,4 +29,9 @@ std::string default_backend();
 // for `backend`. CompileError for an unknown or unavailable backend.
 std::unique_ptr<Executable> compile(const ProgramRef& program, std::string_view backend = "auto");
 
+// Waits until no backend compiles in the background. The CUDA backend's first run of a program
+// launches quick builds of its kernels and compiles the full builds behind it (backends/cuda.h);
+// call this before timing runs, so that they time the full builds.
+void finish_compiles();
+
 }  // namespace scanc

@@ -30,6 +30,7 @@ __all__ = [
     "Module",
     "available_backends",
     "default_backend",
+    "finish_compiles",
     "load",
     "loads",
     "lower",
@@ -51,6 +52,14 @@ def available_backends() -> list[str]:
 def default_backend() -> str:
     """The backend that backend="auto" runs on here: "cuda" with a GPU, else "cpu"."""
     return _core.default_backend()
+
+
+def finish_compiles() -> None:
+    """Waits until no kernel compiles in the background. On CUDA a program's first run launches
+    quick builds of its kernels (the same results, several times slower) while the full builds
+    compile behind it; later runs take the full builds once they are done. Call this before
+    timing runs."""
+    _core.finish_compiles()
 
 
 def load(path: str | os.PathLike[str]) -> Module:

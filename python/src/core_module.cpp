@@ -240,4 +240,5 @@ NB_MODULE(_core, m) {
     }, "path"_a);
     m.def("available_backends", &scanc::available_backends);
     m.def("default_backend", &scanc::default_backend);
+    m.def("finish_compiles", &scanc::finish_compiles, nb::call_guard<nb::gil_scoped_release>());
 }

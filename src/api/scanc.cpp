@@ -90,4 +90,10 @@ std::unique_ptr<Executable> compile(const ProgramRef& program, std::string_view 
     return instance(*entry).compile(program);
 }
 
+void finish_compiles() {
+#ifdef SCANC_HAVE_CUDA
+    cuda_finish_compiles();
+#endif
+}
+
 }  // namespace scanc

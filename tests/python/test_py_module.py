@@ -2,6 +2,7 @@
 programs/combines/print/check, backends."""
 
 import re
+import time
 
 import numpy as np
 import pytest
@@ -117,6 +118,14 @@ def test_backends_include_the_reference_and_the_default():
     backends = scanc.available_backends()
     assert "reference" in backends
     assert scanc.default_backend() in backends
+
+
+def test_finish_compiles_returns_at_once_when_nothing_compiles():
+    mod = scanc.loads(TEXT)
+    mod.run("cumsum", np.ones(3), backend="cpu")  # the CPU backend compiles nothing behind
+    start = time.perf_counter()
+    assert scanc.finish_compiles() is None
+    assert time.perf_counter() - start < 1.0
 
 
 def test_an_unknown_backend_is_a_value_error_listing_the_available_ones():

@@ -105,6 +105,22 @@ def test_cuda_tensors_in_give_cuda_tensors_out_on_the_same_device():
     torch.testing.assert_close(y, torch.cumsum(x, dim=1), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available() or "cuda" not in scanc.available_backends(),
+                    reason="needs a GPU and the CUDA backend")
+def test_cuda_runs_after_finish_compiles_give_the_first_runs_bits():
+    # The first run of a new program launches quick builds of its kernels; after
+    # finish_compiles the full builds run, with the same results bit for bit.
+    mod = scanc.loads("combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }\n"
+                      "program quick_then_full(a: f32[B, L, D], b: f32[B, L, D]) {\n"
+                      "  (_, h) = scan affine(a, b) dim=1\n  return h * 0.25 - b\n}\n")
+    a = torch.rand(3, 2049, 5, device="cuda") * 0.5 + 0.5
+    b = torch.randn(3, 2049, 5, device="cuda")
+    (first,) = mod.run("quick_then_full", a, b, backend="cuda")
+    assert scanc.finish_compiles() is None
+    (later,) = mod.run("quick_then_full", a, b, backend="cuda")
+    assert torch.equal(first, later)
+
+
 def test_outputs_given_to_a_cpu_backend_are_refused_with_the_option_named():
     x = torch.randn(2, 5)
     for backend in ("reference", "cpu"):
