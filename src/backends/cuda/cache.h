@@ -44,10 +44,10 @@ QuickBuilds quick_builds();
 struct Compilation;  // one program's binaries, shared by the devices (cache.cpp)
 
 // A generated program's kernels on one device. Nothing compiles until a launch asks for
-// kernels: those compile first (in parallel, one NVRTC program each), then the program's others
-// in the background, so a first launch waits for its own kernels only. It is still one
-// compilation per program: each kernel compiles once, and the disk cache receives them all
-// together when the last is done.
+// kernels: those compile first (in parallel, one NVRTC program each; quick builds, above, where
+// allowed), then the program's others in the background, so a first launch waits for its own
+// kernels only. It is still one compilation per program: each kernel's full build compiles once,
+// and the disk cache receives them all together when the last is done (quick builds never).
 class ProgramKernels {
 public:
     explicit ProgramKernels(std::shared_ptr<Compilation> compilation);
