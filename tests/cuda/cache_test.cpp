@@ -14,12 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh_cache_dir() {
-    fs::path dir = fs::temp_directory_path() / cat("scanc-cache-test-", getpid());
-    fs::remove_all(dir);
-    setenv("SCANC_CACHE_DIR", dir.c_str(), 1);
-    return dir;
-}
+using cuda_test::fresh_cache_dir;
 
 TEST(CudaCache, DirectoryFollowsTheEnvironment) {
     setenv("SCANC_CACHE_DIR", "/tmp/somewhere-else", 1);

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +20,14 @@
 #include "scanc/text/parser.h"
 
 namespace scanc::cuda_test {
+
+// An empty disk-cache folder of this process's, made SCANC_CACHE_DIR: programs compile here.
+inline std::filesystem::path fresh_cache_dir() {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / cat("scanc-cache-test-", getpid());
+    std::filesystem::remove_all(dir);
+    setenv("SCANC_CACHE_DIR", dir.c_str(), 1);
+    return dir;
+}
 
 #define SKIP_WITHOUT_GPU() \
     if (!cuda_available()) GTEST_SKIP() << "no GPU: " << cuda_unavailable_reason()

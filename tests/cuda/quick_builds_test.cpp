@@ -1,8 +1,6 @@
 // Quick builds (cache.h: QuickBuilds): a first run launches kernels NVRTC built with less
 // optimisation while their full builds compile in the background, and later runs take the full
 // builds. Both builds must give the same bits, or results would depend on when a run came.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 
@@ -23,10 +21,7 @@ public:
 // An empty disk cache for the life of the object, so that programs compile here.
 class FreshCache {
 public:
-    FreshCache() : dir_(std::filesystem::temp_directory_path() / cat("scanc-quick-test-", getpid())) {
-        std::filesystem::remove_all(dir_);
-        setenv("SCANC_CACHE_DIR", dir_.c_str(), 1);
-    }
+    FreshCache() : dir_(cuda_test::fresh_cache_dir()) {}
     ~FreshCache() {
         cuda_finish_compiles();
         std::filesystem::remove_all(dir_);
