@@ -19,7 +19,10 @@
 # (OUTDIR/compile_ab.txt); OPTIONS_AB="--Ofast-compile=mid ..." runs the sweep (SWEEP_ONLY applies)
 # and new processes' first runs under each SCANC_NVRTC_OPTIONS against none (OUTDIR/options_ab.txt);
 # FIRST_LAUNCH_WRAP="CMD" runs the machine's first new process under CMD (e.g. a rusage printer);
-# GTEST_FILTER selects tests, SAN_FILTER the sanitizer's; TEST_TIMEOUT, SAN_TIMEOUT,
+# GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
+# launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
+# (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
+# TEST_TIMEOUT, SAN_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
 set -uo pipefail
@@ -140,11 +143,17 @@ timeout 60 $BUILD/gpu_bench --first-launch | tee -a "$OUT/first_launch.txt"
 
 SAN="skipped"
 if [ -z "${SKIP_SANITIZER:-}${SKIP_TESTS:-}" ] && command -v compute-sanitizer > /dev/null; then
-  log "compute-sanitizer memcheck + racecheck (small cases)"
+  log "compute-sanitizer ${SAN_TOOLS:-memcheck racecheck} on ${SAN_FILTER:-the small cases}"
   F=${SAN_FILTER:-'CudaDifferential.ReverseScansMatch:CudaDifferential.EveryDimOfA3DTensorMatches:CudaDifferential.SlicesConcatAndBroadcastingMatch:CudaVectorRows.BroadcastCoefficientsAndEpiloguesThatReadInputsMatch:CudaGraph.*'}
   SAN=""
-  for tool in memcheck racecheck; do
-    timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 $BUILD/tests/cuda/cuda_test --gtest_filter="$F" \
+  # all: less the NVRTC-only tests (no launch to check) and the 2^31-element one (minutes).
+  [ "$F" = all ] && F='-*EveryExampleCompiles*:*EveryDtypeCompiles*:*MoreThan2To31*'
+  # The tool checks this process only: a death test's child (a re-run of the test binary) hangs
+  # under it when tracked, and runs the same code as the parent's tests (nineteenth session).
+  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+    timeout ${SAN_TIMEOUT:-300} compute-sanitizer --tool $tool --error-exitcode 9 \
+        ${SAN_ARGS:---target-processes application-only} \
+        $BUILD/tests/cuda/cuda_test --gtest_filter="$F" \
         >> "$OUT/sanitizer.log" 2>&1
     rc=$?; SAN="$SAN $tool:$([ $rc = 0 ] && echo clean || echo "rc=$rc")"
     tail -3 "$OUT/sanitizer.log"
