@@ -120,8 +120,11 @@ if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then
     SWEEP_ONLY="$NCU_CASE" timeout ${NCU_TIMEOUT:-150} ncu --clock-control none -k regex:"$NCU_KERNEL" \
         --launch-skip 2 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
         --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+        --metrics "$(printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' no_instruction \
+            long_scoreboard short_scoreboard barrier wait branch_resolving math_pipe_throttle mio_throttle \
+            lg_throttle membar sleeping | sed 's/,$//')" \
         $BUILD/gpu_bench --sweep "${NCU_TUNING:-table}" >> "$OUT/ncu.txt" 2>&1
-    grep -vE "^==PROF==|^ *-+ *$" "$OUT/ncu.txt" | grep -E "scanc_|Duration|Throughput|Issued Warp|Eligible Warps|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|Theoretical Occ|stalled" | tail -14
+    grep -vE "^==PROF==|^ *-+ *$" "$OUT/ncu.txt" | grep -E "scanc_|Duration|Throughput|Issued Warp|Eligible Warps|Warp Cycles Per Issued|Registers Per|Achieved Occupancy|Theoretical Occ|Spilling Requests  |stalled" | tail -28
   done
 fi
 

@@ -95,6 +95,25 @@ TEST(CudaCodegen, ContiguousLayoutStepsByElementSizeSliceStepAndZeroWhereBroadca
     EXPECT_NE(cuda::generate_source(sliced, 90, {}).find("STEP_IN[NIN] = {-1, -1}"), std::string::npos);
 }
 
+TEST(CudaCodegen, ACombinesWeightCountsTranscendentalsDivisionsAndOtherOps) {
+    auto weight = [](const char* body, int leaves) {
+        std::string params = leaves == 1 ? "a | b" : "a1, b1 | a2, b2";
+        auto module = parse_module(cat("combine c(", params, ") { return ", body, " }\nprogram p(x: f32[N], y: f32[N]) {\n",
+                                       leaves == 1 ? "  s = scan c(x) dim=0\n  return s }" : "  (s, t) = scan c(x, y) dim=0\n  return t }"));
+        for (const cuda::Stage& stage : cuda::make_plan(module.programs.back()).stages)
+            if (stage.is_scan) return cuda::combine_weight(*stage.node->as<ScanAttr>().combine);
+        return -1;
+    };
+    EXPECT_EQ(weight("a + b", 1), 1);
+    EXPECT_EQ(weight("max(a, b)", 1), 1);
+    EXPECT_EQ(weight("a1 * a2, a2 * b1 + b2", 2), 3);
+    EXPECT_EQ(weight("a / b", 1), 8);
+    EXPECT_EQ(weight("logaddexp(a, b)", 1), cuda::kTranscendentalWeight);
+    EXPECT_EQ(weight("exp(a) * exp(b) + b", 1), 2 * cuda::kTranscendentalWeight + 2);
+    EXPECT_GE(weight("logaddexp(a, b)", 1), cuda::kHeavyCombine);
+    EXPECT_LT(weight("a1 * a2, a2 * b1 + b2", 2), cuda::kHeavyCombine);
+}
+
 TEST(CudaCodegen, RejectsAnUnknownArchWithAMessage) {
     try {
         emit_cuda(mamba_like(), "gfx90a");

@@ -2,6 +2,7 @@
 // rows, strided dims, few long rows), both directions, several leaves, captured values, every
 // dtype, awkward sizes (0, 1, primes, 2^k +- 1, more than one tile), strided device inputs.
 // Integer-valued inputs make float sums exact, so most comparisons are bitwise.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -170,6 +171,72 @@ program p(x: i32[M, N], a: f32[M, N], b: f32[M, N]) {
                                  {random_tensor(DType::I32, {m, n}, rng), random_tensor(DType::F32, {m, n}, rng, coefficient),
                                   random_tensor(DType::F32, {m, n}, rng, offset)},
                                  1e-4, 1e-5);
+    }
+}
+
+// NaN where the reference has NaN, a zero of the reference's sign, equal infinities, and
+// other values within rtol.
+::testing::AssertionResult same_specials(const Tensor& got, const Tensor& want, double rtol) {
+    std::int64_t bad = 0, first = -1;
+    for (std::int64_t i = 0; i < want.numel(); ++i) {
+        const std::size_t elem = dtype_size(want.dtype());
+        const double g = load_scalar(got.dtype(), static_cast<const char*>(got.data()) + i * elem).as_double();
+        const double w = load_scalar(want.dtype(), static_cast<const char*>(want.data()) + i * elem).as_double();
+        const bool ok = std::isnan(w)   ? std::isnan(g)
+                        : w == 0        ? g == 0 && std::signbit(g) == std::signbit(w)
+                        : std::isinf(w) ? g == w
+                                        : std::abs(g - w) <= rtol * std::abs(w);
+        if (!ok && bad++ == 0) first = i;
+    }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " of " << want.numel() << " differ, first at " << first;
+}
+
+TEST_F(CudaDifferential, MaxMinAndLogAddExpKeepTheReferencesNaNsInfinitiesAndSignedZeros) {
+    // max and min take the first NaN and, on ties, the left operand, so a zero's sign shows any
+    // operand swap; logaddexp of equal infinities is that infinity. Each line draws from its
+    // own palette: zeros of both signs with -1 (max ties) or 1 (min ties), reals with rare
+    // infinities and NaNs, or mostly infinities and NaNs. Along the rows (resident, one tile,
+    // look-back tiles; rows of up to 4096 run logaddexp, a heavy combine, in the one-tile
+    // kernel) and down the columns (cols tiles), f32 and f64.
+    auto program = parse_program(R"(
+combine mx(a | b) { return max(a, b) }
+combine mn(a | b) { return min(a, b) }
+combine lse(a | b) { return logaddexp(a, b) }
+program p(x: f32[M, N], w: f64[M, N]) {
+  a = scan mx(x) dim=1
+  b = scan mn(x) dim=1 reverse
+  c = scan lse(x) dim=1
+  d = scan mx(w) dim=0
+  e = scan mn(w) dim=0 reverse
+  f = scan lse(w) dim=0
+  return a, b, c, d, e, f
+}
+)");
+    const double inf = INFINITY, nan = NAN;
+    const std::vector<std::vector<double>> palettes = {
+        {0.0, -0.0, -1}, {0.0, -0.0, 1}, {0.0, -0.0, -1, 1, 2.5}, {inf, -inf, nan, 0.0, -0.0, 1}};
+    auto draw = [&](int line) {  // rare specials in the reals' palette
+        const auto& p = palettes[line % 4];
+        std::uniform_int_distribution<std::size_t> pick(0, p.size() - 1);
+        std::uniform_int_distribution<int> rare(0, 999);
+        const int r = rare(rng);
+        return line % 4 == 2 && r < 3 ? (r == 0 ? nan : r == 1 ? inf : -inf) : p[pick(rng)];
+    };
+    for (auto [m, n] : {std::pair{1, 100003}, {3, 4099}, {5, 4096}, {7, 2500}, {333, 600}, {2, 40961}, {70, 17},
+                        {4097, 9}}) {
+        SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
+        Tensor x = Tensor::empty(DType::F32, {m, n}), w = Tensor::empty(DType::F64, {m, n});
+        for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+                x.view().ptr<float>()[i * n + j] = static_cast<float>(draw(static_cast<int>(i)));
+                w.view().ptr<double>()[i * n + j] = draw(static_cast<int>(j));
+            }
+        const std::vector<TensorView> in = {x.view(), w.view()};
+        auto want = ReferenceBackend().compile(program)->run(in);
+        auto got = CudaBackend().compile(program)->run(in);
+        for (std::size_t r = 0; r < want.size(); ++r)
+            EXPECT_TRUE(same_specials(got[r], want[r], r % 3 == 2 ? 1e-3 : 0)) << "result " << r;  // 1e5 steps of log1p(exp(.))
     }
 }
 

@@ -74,6 +74,18 @@ TEST(CudaTuning, TheScalarLookBackTilesAreShorterThanTheVectorOnesOnSm90SoThatTh
     EXPECT_EQ(choose_tuning(4, 90).scalar_row_items(), choose_tuning(4, 90).row_items);
 }
 
+TEST(CudaTuning, HeavyCombinesTakeLookBackRowsTilesOf32ItemsAndLightOnesKeepTheTables) {
+    for (int words : {1, 2}) {
+        const Tuning light = choose_tuning(words, 90, kHeavyCombine - 1), heavy = choose_tuning(words, 90, kHeavyCombine);
+        EXPECT_GT(light.row_items, 32) << words;
+        EXPECT_EQ(heavy.row_items, 32) << words;
+        EXPECT_EQ(heavy.scalar_row_items(), 32) << words;
+        EXPECT_EQ(heavy.shared_row_items(), light.shared_row_items()) << words;
+        EXPECT_EQ(heavy.col_rows, light.col_rows) << words;
+    }
+    EXPECT_EQ(choose_tuning(4, 90, kHeavyCombine).row_items, choose_tuning(4, 90).row_items);  // already short
+}
+
 TEST(CudaTuning, RowsAndMinBlocksOverridesSizeEveryRowsKernelUnlessSplitAgain) {
     {
         Env env("rows=64x4,mb=6");

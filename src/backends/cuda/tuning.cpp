@@ -173,13 +173,20 @@ std::string Tuning::str() const {
                row_prefetch ? cat(", prefetch ", row_prefetch, " tiles ahead") : "");
 }
 
-Tuning choose_tuning(int state_words, int cc) {
+Tuning choose_tuning(int state_words, int cc, int combine_weight) {
     Tuning t = kTable[std::size(kTable) - 1].tuning;
     for (const Row& r : kTable)
         if (state_words <= r.max_words && cc >= r.min_cc) {
             t = r.tuning;
             break;
         }
+    // A heavy combine (a transcendental function or more) unrolled over 96 items outgrows the
+    // instruction cache: logcumsumexp 1-D, 16,184 instructions, stalled on no_instruction at 9.3%
+    // of copy, and read 25.6% at 32 items (nineteenth session). Max kept 96 (72.5 against 64.3%).
+    if (combine_weight >= kHeavyCombine) {
+        t.row_items = std::min(t.row_items, 32);
+        t.scalar_items = std::min(t.scalar_row_items(), 32);
+    }
     if (const char* env = std::getenv("SCANC_CUDA_TUNING"); env && *env) apply_overrides(t, env);
     return t;
 }

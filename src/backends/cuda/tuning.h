@@ -92,8 +92,10 @@ struct Tuning {
 // key=value with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
 // res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1,
 // skip=0|1, prefetch=N (e.g. "rows=128x32,mb=4");
-// RuntimeError if it does not parse.
-Tuning choose_tuning(int state_words, int cc);
+// RuntimeError if it does not parse. `combine_weight` (codegen's combine_weight) at
+// kHeavyCombine or more takes shorter look-back rows tiles.
+inline constexpr int kTranscendentalWeight = 32, kHeavyCombine = kTranscendentalWeight;
+Tuning choose_tuning(int state_words, int cc, int combine_weight = 1);
 
 // Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words
 // per warp and state word, padded by one word per 32 (by four for the vector rows kernels:

@@ -70,10 +70,14 @@ Plan make_plan(const ProgramRef& program);
 // The iteration shape of a stage: the scan's (every leaf has it) or the value's.
 inline const Shape& stage_shape(const Stage& s) { return s.node->types[0].shape; }
 
-// The tuning of a stage on compute capability `cc` (chosen by its state size).
+// The tuning of a stage on compute capability `cc` (chosen by its state size and its combine's
+// weight).
 Tuning stage_tuning(const Stage& stage, int cc);
 // The state words of a scan stage (sum over leaves of state_words).
 int stage_state_words(const Stage& stage);
+// About what one combine costs in instructions: kTranscendentalWeight per transcendental
+// function (exp, log, logaddexp, pow, tanh, ...), 8 per division or root, 1 per other op.
+int combine_weight(const Combine& combine);
 
 // A layout class: per stage, each access's and output's byte step along the scan dim as the
 // rows kernels take it, fixed at compile time so that a thread's loads and stores are immediate

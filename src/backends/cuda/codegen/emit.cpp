@@ -2,6 +2,7 @@
 // prologue `load` and epilogue `store`, tuning constants) and its extern "C" kernels.
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "codegen.h"
@@ -324,7 +325,29 @@ int stage_state_words(const Stage& stage) {
     return nw;
 }
 
-Tuning stage_tuning(const Stage& stage, int cc) { return choose_tuning(stage_state_words(stage), cc); }
+int combine_weight(const Combine& combine) {
+    std::set<const Node*> seen;
+    int weight = 0;
+    auto visit = [&](auto& self, const Node* n) -> void {
+        if (!seen.insert(n).second) return;
+        switch (n->op) {
+            case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Tanh: case Op::Sigmoid:
+            case Op::Softplus: case Op::Sin: case Op::Cos: case Op::Pow: case Op::LogAddExp:
+                weight += kTranscendentalWeight;
+                break;
+            case Op::Div: case Op::Mod: case Op::Sqrt: case Op::Rsqrt: weight += 8; break;
+            default: weight += is_elementwise(n->op) ? 1 : 0;
+        }
+        for (const NodeRef& in : n->inputs) self(self, in.get());
+    };
+    for (const NodeRef& r : combine.results) visit(visit, r.get());
+    return weight;
+}
+
+Tuning stage_tuning(const Stage& stage, int cc) {
+    const int weight = stage.is_scan ? combine_weight(*stage.node->as<ScanAttr>().combine) : 1;
+    return choose_tuning(stage_state_words(stage), cc, weight);
+}
 
 const StageLayout* fixed_layout(const Stage& stage, const Tuning& tuning, const Layout& layout) {
     const auto id = static_cast<std::size_t>(stage.id);

@@ -109,6 +109,26 @@ template <int IT> __device__ __forceinline__ int blocked_at(int lane, int k) {
     if constexpr (IT % 32 == 0) return lane * (IT + IT / 32) + pad32(k);
     else return pad32(lane * IT + k);
 }
+// A thread's inclusive scan of its IT consecutive items. Returns the total of the first nv (a
+// select per item: an index nv - 1 would put items[] in local memory).
+template <class K, int IT>
+__device__ __forceinline__ typename K::State scan_items(typename K::State (&items)[IT], int nv, const typename K::Cap& cap) {
+    typename K::State agg = items[0];
+    #pragma unroll
+    for (int k = 1; k < IT; ++k) {
+        items[k] = K::combine(items[k - 1], items[k], cap);
+        if (k < nv) agg = items[k];
+    }
+    return agg;
+}
+// The thread's exclusive prefix `pre` folded onto every item, when it has one (ph).
+template <class K, int IT>
+__device__ __forceinline__ void fold_prefix(typename K::State (&items)[IT], bool ph, const typename K::State& pre,
+                                            const typename K::Cap& cap) {
+    if (!ph) return;
+    #pragma unroll
+    for (int k = 0; k < IT; ++k) items[k] = K::combine(pre, items[k], cap);
+}
 // Striped -> blocked, then the thread's inclusive scan of its nv valid items and the group's
 // inclusive scan of thread totals: (ex, exh) is the lane's exclusive group prefix, (tot, toth) on
 // the group's last lane the group's total.
@@ -141,14 +161,7 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT, VEC>& sw, typename K
             items[k] = K::from_words(w);
         }
     }
-    // agg = the last valid item (a k == nv - 1 select becomes an indexed load that puts items[]
-    // in local memory).
-    S agg = items[0];
-    #pragma unroll
-    for (int k = 1; k < IT; ++k) {
-        items[k] = K::combine(items[k - 1], items[k], cap);
-        if (k < nv) agg = items[k];
-    }
+    S agg = scan_items<K, IT>(items, nv, cap);
     bool h = nv > 0;
     S v = agg;
     #pragma unroll
@@ -170,10 +183,7 @@ __device__ __forceinline__ void store_segment(const typename K::Args& a, const t
                                               Segment<K, IT, VEC>& sw, typename K::State (&items)[IT], bool ph,
                                               const typename K::State& pre, i64 t0, int nval, int lw = 5) {
     const int lane = threadIdx.x % 32;
-    if (ph) {
-        #pragma unroll
-        for (int k = 0; k < IT; ++k) items[k] = K::combine(pre, items[k], x.cap);
-    }
+    fold_prefix<K, IT>(items, ph, pre, x.cap);
     __syncwarp();
     if constexpr (VEC) {
         #pragma unroll
@@ -570,12 +580,7 @@ template <class K> __device__ void scan_cols(const typename K::Args& a) {
         items[k] = (k < nv && lane_ok) ? K::load(c) : S{};
         advance<K>(c, step);
     }
-    S agg = items[0];
-    #pragma unroll
-    for (int k = 1; k < RPW; ++k) {
-        items[k] = K::combine(items[k - 1], items[k], x.cap);
-        if (k < nv) agg = items[k];
-    }
+    const S agg = scan_items<K, RPW>(items, nv, x.cap);
     {
         u32 w[K::NW]; K::to_words(agg, w);
         #pragma unroll
@@ -625,10 +630,11 @@ template <class K> __device__ void scan_cols(const typename K::Args& a) {
         fold<K>(ph, pre, s_has[w2], K::from_words(w), x.cap);
     }
     if (!lane_ok) return;
+    fold_prefix<K, RPW>(items, ph, pre, x.cap);
     c = seek<K>(a, x, phys<K>(p, t0));
     #pragma unroll
     for (int k = 0; k < RPW; ++k) {
-        if (k < nv) K::store(c, ph ? K::combine(pre, items[k], x.cap) : items[k]);
+        if (k < nv) K::store(c, items[k]);
         advance<K>(c, step);
     }
 }

@@ -63,13 +63,20 @@ template <class T> __device__ __forceinline__ T sc_abs(T a) {
     else if constexpr (Tr<T>::sgn) return a < 0 ? sc_neg(a) : a;
     else return a;
 }
+// min and max are selects, never branches: a scan unrolls dozens of combines, and branches
+// kept each one's loads and ops from moving past it (max down the columns: 37% of copy with
+// branches; docs/benchmarks.md, nineteenth session). A NaN operand wins, a first; on ties the
+// left operand, as in the reference. (logaddexp keeps its branches: selects computed both sides
+// and spilled in the one-tile rows kernel.)
 template <class T> __device__ __forceinline__ T sc_min(T a, T b) {
-    if constexpr (Tr<T>::flt) { if (a != a) return a; if (b != b) return b; }
-    return b < a ? b : a;
+    const T m = b < a ? b : a;
+    if constexpr (Tr<T>::flt) return (b != b) & (a == a) ? b : m;
+    else return m;
 }
 template <class T> __device__ __forceinline__ T sc_max(T a, T b) {
-    if constexpr (Tr<T>::flt) { if (a != a) return a; if (b != b) return b; }
-    return a < b ? b : a;
+    const T m = a < b ? b : a;
+    if constexpr (Tr<T>::flt) return (b != b) & (a == a) ? b : m;
+    else return m;
 }
 template <class To, class From> __device__ __forceinline__ To sc_cast(From x) {
     if constexpr (sizeof(To) == 1 && !Tr<To>::sgn && !Tr<To>::flt && To(2) == To(1)) {
