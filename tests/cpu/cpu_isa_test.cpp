@@ -51,7 +51,7 @@ TEST(CpuIsa, TheLevelInUseIsTheCpusBestUnlessTheEnvironmentCapsIt) {
 }
 
 // Three leaves whose combine takes every kind of SegOp: (a, b, c) ∘ (x, y, z) = (a x, x b + y,
-// z + (c / 0.5) (z - c) copied, plus 0.5).
+// min(max(z + (c / 0.5) (z - c) copied, y), 0.5) plus 0.5).
 cpu::SegProgram every_op_program() {
     using cpu::SegOp;
     cpu::SegProgram p;
@@ -60,7 +60,8 @@ cpu::SegProgram every_op_program() {
     p.consts = {{9, 0.5f}};
     p.ops = {{SegOp::Mul, 6, 0, 3, 0},    {SegOp::MulAdd, 7, 3, 1, 4}, {SegOp::Div, 10, 2, 9, 0},
              {SegOp::Sub, 11, 5, 2, 0},   {SegOp::AddMul, 12, 10, 11, 5},
-             {SegOp::Copy, 13, 12, 12, 12}, {SegOp::Add, 8, 13, 9, 0}};
+             {SegOp::Copy, 13, 12, 12, 12}, {SegOp::Max, 14, 13, 4, 0}, {SegOp::Min, 15, 14, 9, 0},
+             {SegOp::Add, 8, 15, 9, 0}};
     return p;
 }
 

@@ -1,6 +1,6 @@
 // Round 13 of issue 4: phase 1 of chained fix-ups in SIMD registers (seg_local.h). Which stages
-// take it (f32 leaves read in place going forward, combines of + - * /, multiply-adds, copies and
-// constants, nothing captured), that it yields Worker's local scans and lane totals bit for bit
+// take it (f32 leaves read in place going forward, combines of + - * /, min, max, multiply-adds,
+// copies and constants, nothing captured), that it yields Worker's local scans and lane totals bit for bit
 // (infinities, signed zeros, subnormals included; NaN where Worker has NaN; every group width
 // of its lanes), and
 // that whole scans through it are exact against the reference executor for awkward lengths,
@@ -46,6 +46,16 @@ cpu::Layout line_layout(const cpu::StageCode& code, const std::vector<Tensor>& i
     return L;
 }
 
+// h = max(h * a, b), and a running max and min side by side (exact in any association).
+CombineRef affine_max_combine() {
+    return trace_combine("affine_max", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], max(l[1] * r[0], r[1])};
+    });
+}
+CombineRef max_min_combine() {
+    return trace_combine("max_min", 2, 0, [](auto& l, auto& r, auto&) { return Exprs{max(l[0], r[0]), min(l[1], r[1])}; });
+}
+
 bool takes_registers(const CombineRef& f, DType t, bool reverse = false) {
     cpu::Plan plan = cpu::make_plan(*program_of(f, t, 1, reverse));
     const cpu::StageCode& code = plan.stages.at(0).code;
@@ -67,10 +77,12 @@ TEST(CpuSegLocal, FloatArithmeticCombinesTakeRegistersAndOtherStagesKeepWorker) 
     EXPECT_FALSE(takes_registers(affine_combine(), DType::F64));
     EXPECT_FALSE(takes_registers(affine_combine(), DType::I32));
     EXPECT_FALSE(takes_registers(affine_combine(), DType::F16));  // converted on load
-    auto with_max = trace_combine("affine_max", 2, 0, [](auto& l, auto& r, auto&) {
-        return Exprs{l[0] * r[0], max(l[1] * r[0], r[1])};
+    EXPECT_TRUE(takes_registers(affine_max_combine(), DType::F32));
+    EXPECT_TRUE(takes_registers(max_min_combine(), DType::F32));
+    auto with_lse = trace_combine("affine_lse", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], logaddexp(l[1] * r[0], r[1])};
     });
-    EXPECT_FALSE(takes_registers(with_max, DType::F32));  // max: not one of its ops
+    EXPECT_FALSE(takes_registers(with_lse, DType::F32));  // logaddexp: not one of its ops
 }
 
 // Phase 1 of one piece of `lanes` x `steps` by Worker::run(Mode::Local) and by SegLocal.
@@ -123,6 +135,8 @@ TEST(CpuSegLocal, LocalScansAndTotalsEqualWorkersBitForBitWithSpecialValues) {
         for (int steps : {8, 16, 752}) {
             expect_same_local_scans(affine_combine(), lanes, steps, rng);
             expect_same_local_scans(three_leaves_combine(), lanes, steps, rng);
+            expect_same_local_scans(affine_max_combine(), lanes, steps, rng);
+            expect_same_local_scans(max_min_combine(), lanes, steps, rng);
         }
 }
 
@@ -130,7 +144,7 @@ TEST(CpuSegLocal, LocalScansAndTotalsEqualWorkersBitForBitWithSpecialValues) {
 // pieces of 8k lanes x 8m steps, Worker for the others) equals the reference bitwise.
 TEST(CpuSegLocal, ScansThroughRegistersAreExactForAwkwardLengthsLinesAndThreadCounts) {
     std::mt19937_64 rng(132);
-    for (const CombineRef& f : {affine_combine(), three_leaves_combine()})
+    for (const CombineRef& f : {affine_combine(), three_leaves_combine(), max_min_combine()})
         for (auto sizes : {std::vector<std::int64_t>{1}, {97}, {4097}, {65537}, {131071},
                            {1000003}, {2, 300007}, {3, 65536}}) {
             int rank = static_cast<int>(sizes.size());

@@ -1,9 +1,12 @@
-// Paths added in round 4 of issue 4: f32 add/mul one-op scans scanned 8 elements at a time in
-// SIMD registers (with prefetching ahead and, for split lines, of the next superblock), the
+// Paths added in round 4 of issue 4: f32 add/mul one-op scans (min/max since the nineteenth
+// session) scanned 8 elements at a time in SIMD registers (with prefetching ahead and, for split
+// lines, of the next superblock), the
 // streaming scatter of strided tiles straight from registers, and split 1-D fix-ups whose
 // superblocks are whole numbers of lanes. Float sums of small integers and products of signs
 // are exact in any association, so those compare bitwise with the reference executor.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "cpu_test_util.h"
 
@@ -46,6 +49,56 @@ TEST(CpuVectorPaths, FloatSumsOfSmallIntegersAndProductsOfSignsAlongOneLineAreEx
                 expect_bitwise(one_op_program(mul, x_left, 1, 0), in,
                                cat("mul=", mul, " n=", n, " x_left=", x_left));
             }
+}
+
+// One leaf, min or max, the earlier element on the left or (x_left) on the right.
+ProgramRef min_max_program(bool use_max, bool x_left, int rank, int dim, bool reverse = false) {
+    auto f = trace_combine(use_max ? "max" : "min", 1, 0, [&](auto& l, auto& r, auto&) {
+        Expr a = x_left ? r[0] : l[0], b = x_left ? l[0] : r[0];
+        return Exprs{use_max ? max(a, b) : min(a, b)};
+    });
+    ProgramBuilder pb("p");
+    Shape shape;
+    for (int k = 0; k < rank; ++k) shape.push_back(pb.symbol(cat("S", k)));
+    return pb.build(pb.scan(f, {pb.param("x", DType::F32, shape)}, dim, reverse));
+}
+
+// The last input drawn from `palette`, with one in 500 an infinity or a NaN when `rare`.
+void fill_from(Inputs& in, const std::vector<float>& palette, bool rare, std::mt19937_64& rng) {
+    Tensor& t = in.storage.back();
+    auto* p = static_cast<float*>(t.data());
+    const float specials[] = {INFINITY, -INFINITY, NAN};
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+        p[i] = rare && rng() % 500 == 0 ? specials[rng() % 3] : palette[rng() % palette.size()];
+}
+
+// Min and max are exactly associative (the first NaN, else the first of the smallest or
+// largest), so their reassociated scans (vector one-op scans with +inf or -inf shifted in, the
+// chained reduce) give the reference's bits; a zero's sign shows any reordering of ties.
+TEST(CpuVectorPaths, FloatMinAndMaxScansGiveTheReferencesBitsWithSignedZerosInfinitiesAndNaNs) {
+    std::mt19937_64 rng(57);
+    const std::vector<std::vector<float>> palettes = {{0.0f, -0.0f, -1.0f}, {0.0f, -0.0f, 1.0f},
+                                                      {0.0f, -0.0f, -1.0f, 1.0f, 0.5f}};
+    for (bool use_max : {false, true})
+        for (std::size_t k = 0; k < palettes.size(); ++k) {
+            for (std::int64_t n : kLengths)
+                for (bool x_left : {false, true}) {
+                    Inputs in;
+                    in.add(DType::F32, {n}, Values::SmallInts, Layout::Contiguous, rng);
+                    fill_from(in, palettes[k], k == 2, rng);
+                    expect_bitwise(min_max_program(use_max, x_left, 1, 0), in,
+                                   cat(use_max ? "max" : "min", " palette ", k, " n=", n, " x_left=", x_left));
+                }
+            for (auto [sizes, dim] : {std::pair{std::vector<std::int64_t>{33, 4097}, 1}, {{3, 65537}, 1}, {{4097, 33}, 0}})
+                for (bool reverse : {false, true}) {
+                    Inputs in;
+                    in.add(DType::F32, sizes, Values::SmallInts, Layout::Contiguous, rng);
+                    fill_from(in, palettes[k], k == 2, rng);
+                    expect_bitwise(min_max_program(use_max, false, 2, dim, reverse), in,
+                                   cat(use_max ? "max" : "min", " palette ", k, " ", sizes[0], "x", sizes[1],
+                                       " dim ", dim, " reverse=", reverse), {1, 2, 3});
+                }
+        }
 }
 
 // Rows scanned whole (one lane each) and few long rows split across threads, both directions

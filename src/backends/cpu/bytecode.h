@@ -160,7 +160,7 @@ using Scatter8Fn = void (*)(const float* tile, std::int64_t ts, float* const* ds
 // are scanned in the same order with the same ops as by Worker, so results are the same (which
 // NaN an op returns when both operands are NaN aside).
 struct SegOp {
-    enum Kind : unsigned char { Add, Sub, Mul, Div, MulAdd, AddMul, Copy };
+    enum Kind : unsigned char { Add, Sub, Mul, Div, Min, Max, MulAdd, AddMul, Copy };  // 3 reads from MulAdd on
     Kind kind;
     short dst, a, b, c;  // registers; MulAdd: a * b + c, AddMul: c + a * b
 };

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include "bytecode.h"
+#include "minmax_regs.h"
 #include "transpose_regs.h"
 
 namespace scanc::cpu {

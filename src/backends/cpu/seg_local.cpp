@@ -21,6 +21,8 @@ bool seg_kind(const Instr& in, SegOp::Kind& kind) {
             {{OpKind::Binary, Op::Sub, DType::F32}, SegOp::Sub},
             {{OpKind::Binary, Op::Mul, DType::F32}, SegOp::Mul},
             {{OpKind::Binary, Op::Div, DType::F32}, SegOp::Div},
+            {{OpKind::Binary, Op::Min, DType::F32}, SegOp::Min},
+            {{OpKind::Binary, Op::Max, DType::F32}, SegOp::Max},
             {{OpKind::MulAdd, Op::Add, DType::F32}, SegOp::MulAdd},
             {{OpKind::AddMul, Op::Add, DType::F32}, SegOp::AddMul},
             {{OpKind::Copy, Op::Add, DType::F32}, SegOp::Copy},
