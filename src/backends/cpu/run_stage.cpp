@@ -298,6 +298,16 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     L.width = inner_lanes ? static_cast<int>(std::clamp<std::int64_t>(
                                 (ceil_div(L.lines, threads) + 63) / 64 * 64, kSubLanes, kMaxLanes))
                           : kSubLanes;
+    // Lines are contiguous only within the dims after d: a group spanning two of those runs
+    // is not, and its tiles moved element by element (Mamba's [B, L, D] along L, 2 threads:
+    // groups of 512 lines over runs of 256, 18 ms). Groups as wide as a run, or an even share
+    // of one, read in place.
+    if (inner_lanes) {
+        std::int64_t run = 1;
+        for (std::size_t k = L.d + 1; k < L.sizes.size(); ++k) run *= L.sizes[k];
+        const std::int64_t parts = ceil_div(run, L.width);
+        if (run >= kSubLanes && run % parts == 0) L.width = static_cast<int>(run / parts);
+    }
     L.reassociate = !config.ordered;
     // A one-op stage along contiguous rows: a row per lane, each scanned in blocks at the op's
     // throughput (SerialBlockFn) straight from memory, no transposes. Few rows (a group of
