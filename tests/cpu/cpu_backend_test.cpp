@@ -172,6 +172,33 @@ TEST(CpuBackend, ScansAlongAMiddleDimMatchWhereGroupsAreOneRunOfContiguousLinesO
         }
 }
 
+TEST(CpuBackend, LiteralsInAFloatPrologueBecomeConstantsInsteadOfConversionsAtEveryStep) {
+    // Welford's leaves from x: count = 0 * x + 1 and m2 = 0.0 * x, weak integer and f64
+    // literals that are f32 constants, filled once.
+    auto welford = trace_combine("welford", 3, 0, [](auto& l, auto& r, auto&) {
+        Expr n = l[0] + r[0], delta = r[1] - l[1];
+        return Exprs{n, l[1] + delta * r[0] / n, l[2] + r[2] + delta * delta * l[0] * r[0] / n};
+    });
+    ProgramBuilder pb("stats");
+    Expr x = pb.param("x", DType::F32, {pb.symbol("N"), pb.symbol("T")});
+    Exprs s = pb.scan(welford, {Expr(0) * x + Expr(1), x, Expr(0.0) * x}, 1);
+    ProgramRef program = pb.build({s[1], s[2] / s[0]});
+    cpu::Plan plan = cpu::make_plan(*program);
+    ASSERT_EQ(plan.stages.size(), 1u);
+    const cpu::OpFn int_to_float = cpu::lookup_op({cpu::OpKind::Convert, Op::Cast, DType::I64, DType::F32});
+    const cpu::OpFn double_to_float = cpu::lookup_op({cpu::OpKind::Convert, Op::Cast, DType::F64, DType::F32});
+    ASSERT_NE(int_to_float, nullptr);
+    for (const auto* code : {&plan.stages[0].code.step, &plan.stages[0].code.combine})
+        for (const cpu::Instr& in : *code) {
+            EXPECT_NE(in.fn, int_to_float);
+            EXPECT_NE(in.fn, double_to_float);
+        }
+    std::mt19937_64 rng(62);
+    Inputs in;
+    in.add(DType::F32, {5, 3001}, Values::Unit, Layout::Contiguous, rng);
+    expect_matches(program, in, 2, false, "welford");
+}
+
 TEST(CpuBackend, EpilogueReadingTheScanIsFusedIntoTheScanStage) {
     ProgramBuilder pb("p");
     Size n = pb.symbol("N");

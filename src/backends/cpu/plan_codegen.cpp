@@ -98,6 +98,17 @@ private:
     int convert(Code& code, int r, DType from, DType to) {
         DType cf = compute_dtype(from), ct = compute_dtype(to);
         if (cf == ct && (to != DType::Bool || from == DType::Bool)) return r;
+        // A literal (weak i64 or f64) becomes a float constant here, once, not at every step:
+        // welford's `0 * x + 1` spent 14% of its time converting zeros and ones to f32.
+        if (to == DType::F32 || to == DType::F64) {
+            auto c = std::find_if(out_.consts.begin(), out_.consts.end(), [&](auto& k) { return k.first == r; });
+            if (c != out_.consts.end() && c->second.dtype == cf) {
+                const Scalar v = convert_scalar(c->second, to);
+                int d = new_reg(ct);
+                out_.consts.emplace_back(d, v);
+                return d;
+            }
+        }
         return emit_new(code, {OpKind::Convert, Op::Cast, cf, ct}, ct, r);
     }
 
