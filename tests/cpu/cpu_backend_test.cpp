@@ -154,11 +154,12 @@ TEST(CpuBackend, MambaRunsAsOneFusedStageAndMatchesTheReference) {
 
 TEST(CpuBackend, ScansAlongAMiddleDimMatchWhereGroupsAreOneRunOfContiguousLinesOrStraddleRuns) {
     // Lines of [B, L, D] along L are contiguous in runs of D. Groups take a run (D = 256, 100),
-    // an even share of one (D = 3000: 1500), or, where no share divides it (D = 3001), straddle
-    // runs and move their tiles element by element. Exact sums, and Mamba, 1 to 4 threads.
+    // an even share of one (D = 3000: 1500; one run of 100 on 2 threads: 50), or, where no
+    // share divides it (D = 3001), straddle runs and move their tiles element by element.
+    // Exact sums, and Mamba, 1 to 4 threads.
     std::mt19937_64 rng(61);
     for (auto [b, l, d] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{4, 300, 256}, {3, 70, 100},
-                           {2, 65, 3000}, {2, 40, 3001}, {5, 33, 2}})
+                           {1, 500, 100}, {2, 65, 3000}, {2, 40, 3001}, {5, 33, 2}})
         for (int threads : {1, 2, 3, 4}) {
             Inputs sums;
             sums.add(DType::F32, {b, l, d}, Values::SmallInts, Layout::Contiguous, rng);
