@@ -61,25 +61,15 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir
         ready.insert(code.carry[k]);
         ready.insert(code.x[k]);
     }
-    // f32 constants; f64 ones (weak literals) only through a conversion to f32, folded here.
-    std::vector<std::pair<int, double>> wide;
+    // f32 constants. An f64 one is a weak literal whose f32 conversion plan_codegen made a
+    // constant of its own: no op reads it.
     for (auto& [r, s] : code.consts) {
-        if (s.dtype == DType::F64) {
-            wide.emplace_back(r, s.f);
-            continue;
-        }
+        if (s.dtype == DType::F64) continue;
         if (s.dtype != DType::F32) return;
         prog_.consts.emplace_back(r, static_cast<float>(s.f));
         ready.insert(r);
     }
-    static const OpFn narrow = lookup_op({OpKind::Convert, Op::Cast, DType::F64, DType::F32});
     for (const Instr& in : code.combine) {
-        auto w = std::find_if(wide.begin(), wide.end(), [&](auto& c) { return c.first == in.a; });
-        if (narrow && in.fn == narrow && w != wide.end()) {
-            prog_.consts.emplace_back(in.dst, static_cast<float>(w->second));
-            ready.insert(in.dst);
-            continue;
-        }
         SegOp op{};
         // Writes go to registers of the combine's own (never a carry or an element).
         if (!seg_kind(in, op.kind) ||

@@ -2,7 +2,6 @@
 // prologue `load` and epilogue `store`, tuning constants) and its extern "C" kernels.
 #include <cstdlib>
 #include <optional>
-#include <set>
 #include <sstream>
 
 #include "codegen.h"
@@ -326,10 +325,8 @@ int stage_state_words(const Stage& stage) {
 }
 
 int combine_weight(const Combine& combine) {
-    std::set<const Node*> seen;
     int weight = 0;
-    auto visit = [&](auto& self, const Node* n) -> void {
-        if (!seen.insert(n).second) return;
+    for (const Node* n : topo_order(combine.results)) {
         switch (n->op) {
             case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Tanh: case Op::Sigmoid:
             case Op::Softplus: case Op::Sin: case Op::Cos: case Op::Pow: case Op::LogAddExp:
@@ -338,9 +335,7 @@ int combine_weight(const Combine& combine) {
             case Op::Div: case Op::Mod: case Op::Sqrt: case Op::Rsqrt: weight += 8; break;
             default: weight += is_elementwise(n->op) ? 1 : 0;
         }
-        for (const NodeRef& in : n->inputs) self(self, in.get());
-    };
-    for (const NodeRef& r : combine.results) visit(visit, r.get());
+    }
     return weight;
 }
 
