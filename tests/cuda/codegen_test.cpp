@@ -194,7 +194,7 @@ std::vector<std::string> sum_kernels(const std::string& shape, int dim) {
 TEST(CudaCodegen, AProgramCompilesOnlyTheKernelsItsConstantExtentsCanReach) {
     using Names = std::vector<std::string>;
     const Names rows = {"scanc_rows_0", "scanc_rows_shared_0", "scanc_rows_vec_0", "scanc_rows_shared_vec_0"};
-    const Names resident = {"scanc_resident_0"}, groups = {"scanc_resident_groups_0"}, cols = {"scanc_cols_0"};
+    const Names resident = {"scanc_resident_0"}, groups = {"scanc_resident_groups_0"}, cols = {"scanc_cols_0", "scanc_cols_few_lines_0"};
     auto all = [](std::initializer_list<Names> parts) {
         Names out;
         for (const Names& p : parts) out.insert(out.end(), p.begin(), p.end());
@@ -220,7 +220,8 @@ TEST(CudaCodegen, AProgramCompilesOnlyTheKernelsItsConstantExtentsCanReach) {
 TEST(CudaCodegen, EmitsPtxWithoutAGpu) {
     SKIP_WITHOUT_NVRTC();
     std::string ptx = emit_cuda(mamba_like(), "sm_90", true);
-    for (const char* kernel : {"scanc_rows_0", "scanc_rows_shared_0", "scanc_resident_0", "scanc_resident_groups_0", "scanc_cols_0"})
+    for (const char* kernel : {"scanc_rows_0", "scanc_rows_shared_0", "scanc_resident_0", "scanc_resident_groups_0", "scanc_cols_0",
+                               "scanc_cols_few_lines_0"})
         EXPECT_NE(ptx.find(std::string(".entry ") + kernel + "("), std::string::npos) << kernel;
     EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <tuple>
 
 #include "driver.h"
 #include "gpu_test_util.h"
@@ -611,6 +612,42 @@ program p(x: f32[M, N]) {
     for (auto [m, n] : {std::pair{1, (1 << 20) + 3}, {3, 65537}, {4097, 67}}) {
         SCOPED_TRACE(::testing::PrintToString(std::pair{m, n}));
         expect_matches_reference(program, {random_tensor(DType::F32, {m, n}, rng)});
+    }
+}
+
+TEST_F(CudaDifferential, ColsLinesOfEightSixteenOrThirtyTwoColumnsMatch) {
+    // A cols line is L columns, and each warp holds 32 / L runs of steps of them. clanes=L with
+    // flanes=0 gives every launch lines of L; clanes=32 with flanes=L gives launches of few lines
+    // lines of L (on an H200, all but the affine scan at B = 80). Tiles of 2 warps x 4 steps and windows of 4, so
+    // that thousands of steps span many tiles and windows; column counts around L; both
+    // directions; the affine scan (not commutative) along a middle dim; a captured value per
+    // column.
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+combine affine(a1, b1 | a2, b2) { return a1 * a2, a2 * b1 + b2 }
+combine smooth_max(x1 | x2; tau) { return tau * logaddexp(x1 / tau, x2 / tau) }
+program p(x: f32[T, N], a: f32[B, T, N], b: f32[B, T, N], s: f32[N]) {
+  y = scan add(x) dim=0
+  r = scan add(x) dim=0 reverse
+  (pa, pb) = scan affine(a, b) dim=1
+  z = scan smooth_max(x) dim=0 reverse with (s)
+  return y, r, pb, z
+}
+)");
+    Fill coefficient{false, 0.5, 1.0}, offset{false, -1, 1}, positive{false, 0.5, 2.0};
+    for (const char* lanes : {"clanes=8,flanes=0", "clanes=16,flanes=0", "clanes=32,flanes=0", "clanes=32,flanes=8",
+                              "clanes=32,flanes=16"}) {
+        TuningOverride tuning(cat("cols=2x4,cwin=4,", lanes).c_str());
+        for (auto [t, n, b] : {std::tuple{1, 1, 1}, {2, 7, 2}, {65, 8, 1}, {257, 9, 3}, {4099, 17, 2}, {1000, 33, 1},
+                               {31, 1000, 2}, {5, 1000, 80}}) {
+            SCOPED_TRACE(cat(lanes, " T=", t, " N=", n, " B=", b));
+            expect_matches_reference(program,
+                                     {random_tensor(DType::F32, {t, n}, rng),
+                                      random_tensor(DType::F32, {b, t, n}, rng, coefficient),
+                                      random_tensor(DType::F32, {b, t, n}, rng, offset),
+                                      random_tensor(DType::F32, {n}, rng, positive)},
+                                     1e-3, 1e-3);
+        }
     }
 }
 

@@ -16,7 +16,7 @@ struct Env {
 
 TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     Tuning table = choose_tuning(2, 90);
-    Env env("rows=64x8,sitems=4,scitems=6,smb=3,window=96,pcopies=4,cols=4x12,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
+    Env env("rows=64x8,sitems=4,scitems=6,smb=3,window=96,pcopies=4,cols=4x12,clanes=16,flanes=8,cwin=3,mb=5,cmb=6,res=512x4,rmb=7,rgroups=0,tickets=1,"
             "nondet=1,stamps=1,cmajor=0,fixsteps=0,vec=0,skip=0,prefetch=396");
     Tuning t = choose_tuning(2, 90);
     EXPECT_EQ(t.row_threads, 64);
@@ -28,6 +28,9 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_EQ(t.row_pcopies, 4);
     EXPECT_EQ(t.col_warps, 4);
     EXPECT_EQ(t.col_rows, 12);
+    EXPECT_EQ(t.col_lanes, 16);
+    EXPECT_EQ(t.few_lines_lanes, 8);
+    EXPECT_EQ(t.col_steps(16), 4 * 2 * 12);  // a warp holds two runs of 16 columns
     EXPECT_EQ(t.col_window, 3);
     EXPECT_EQ(t.min_blocks, 5);
     EXPECT_EQ(t.cols_min_blocks(), 6);
@@ -113,7 +116,7 @@ TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
 }
 
 TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
-    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "prefetch=-1", "prefetch=x", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "rows=64x8,scitems=2,sitems=4", "scitems=0", "smb=0", "256,16,256"}) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "prefetch=-1", "prefetch=x", "clanes=12", "clanes=4", "clanes=0", "flanes=4", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "rows=64x8,scitems=2,sitems=4", "scitems=0", "smb=0", "256,16,256"}) {
         SCOPED_TRACE(bad);
         Env env(bad);
         try {

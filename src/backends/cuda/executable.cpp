@@ -324,6 +324,17 @@ private:
         return args;
     }
 
+    // Whether a cols launch has so few lines of col_lanes that at least 4 of a line's tiles would
+    // be resident at once (at the tuning's minimum blocks per SM), each waiting on the look-back
+    // of those before it: lines of few_lines_lanes then make fewer, taller tiles per line.
+    // (Twentieth session, H200: 16-lane lines took sum 65536x512 along dim 0 from 57 to 75% of
+    // copy and sum 16384x2048 from 78 to 82%, and lost 1-5 points where lines were more.)
+    bool few_lines(const std::vector<i64>& shape, int dim, i64 inner, const Tuning& t) const {
+        i64 outer = 1;
+        for (int j = 0; j < dim; ++j) outer *= shape[j];
+        return 4 * outer * ceil_div(inner, t.col_lanes) <= i64{exe_.sm_count_} * t.cols_min_blocks();
+    }
+
     // The kernel stage `s` launches with (kNone: it has no elements).
     Kernel choose(const Stage& s, const StageViews& views, const Kernels& k) {
         const std::vector<i64>& shape = views.shape;
@@ -332,7 +343,7 @@ private:
         i64 inner = 1, len = shape[s.dim];
         for (std::size_t j = s.dim + 1; j < shape.size(); ++j) inner *= shape[j];
         const Tuning& t = k.tuning;
-        if (inner != 1) return kCols;
+        if (inner != 1) return k.has(kColsFewLines) && few_lines(shape, s.dim, inner, t) ? kColsFewLines : kCols;
         if (len <= t.resident_len()) return t.resident_lane_bits(len) == 5 ? kResident : kResidentGroups;
         const bool vec = k.has(kRowsVec) && whole_vectors(s, views);
         if (row_tiles(len, vec, t).shared) return vec ? kRowsSharedVec : kRowsShared;
@@ -368,12 +379,13 @@ private:
                 blocks = std::min<i64>(ceil_div(outer, per_block), i64{exe_.sm_count_} * k.per_sm[kernel]);
                 threads = static_cast<unsigned>(t.res_threads);
                 status_words = 0;
-            } else if (kernel == kCols) {
-                groups = ceil_div(inner, 32);
-                chunks = ceil_div(len, i64{t.col_warps} * t.col_rows);
+            } else if (kernel == kCols || kernel == kColsFewLines) {
+                const int lanes = kernel == kCols ? t.col_lanes : t.few_lines_lanes;
+                groups = ceil_div(inner, lanes);
+                chunks = ceil_div(len, i64{t.col_steps(lanes)});
                 blocks = outer * groups * chunks;
                 threads = static_cast<unsigned>(t.col_warps * 32);
-                status_words = chunks > 1 ? blocks * 32 * 2 * nw : 0;
+                status_words = chunks > 1 ? blocks * lanes * 2 * nw : 0;
             } else {
                 const RowTiles rows = row_tiles(len, kernel == kRowsVec || kernel == kRowsSharedVec, t);
                 per_tile = rows.per_tile;
@@ -481,7 +493,8 @@ CudaExecutable::Module CudaExecutable::load(const Layout& layout) {
             name(kRowsSharedVec, rows_kernel_name(s.id, true, true));
             name(kResident, resident_kernel_name(s.id, false));
             name(kResidentGroups, resident_kernel_name(s.id, true));
-            name(kCols, cat("scanc_cols_", s.id));
+            name(kCols, cols_kernel_name(s.id, false));
+            name(kColsFewLines, cols_kernel_name(s.id, true));
             const Tuning& t = k.tuning;
             const int nw = stage_state_words(s);
             auto transpose = [&](int items, bool vec) {

@@ -24,12 +24,12 @@ public:
 
 private:
     // A stage's kernels, by what they serve; the launch chooses one by the stage's shape.
-    enum Kernel { kRows, kRowsShared, kRowsVec, kRowsSharedVec, kResident, kResidentGroups, kCols, kMap, kNone };
+    enum Kernel { kRows, kRowsShared, kRowsVec, kRowsSharedVec, kResident, kResidentGroups, kCols, kColsFewLines, kMap, kNone };
     struct Kernels {
         Tuning tuning;
         // rows_shared: rows of one shared tile, several to a tile where they fit
         // (ScanParams::per_tile); vec: rows of whole, aligned vectors of four; resident_groups:
-        // rows in groups of lanes. "" where the program has none (the module's layout class
+        // rows in groups of lanes; cols_few_lines: cols launches of few lines. "" where the program has none (the module's layout class
         // lacks it, or the stage's shape cannot reach it: reachable_kernels, codegen.h).
         std::array<std::string, kNone> names;
         std::array<CUfunction, kNone> fns{};  // loaded by the first launch that takes them

@@ -55,6 +55,11 @@ Tuning with_prefetch(Tuning t, int tiles_ahead) {
     return t;
 }
 
+Tuning with_few_lines_lanes(Tuning t, int lanes) {
+    t.few_lines_lanes = lanes;
+    return t;
+}
+
 // First match wins. Threads x items shrink as the state grows, to keep registers and the
 // shared-memory transpose (threads x items x words x 4 bytes) within budget.
 const Row kTable[] = {
@@ -85,13 +90,16 @@ const Row kTable[] = {
     //   86.5 -> 89.8%; 264 ahead thrashes L2: sum 1-D 77%).
     // - With the prefetch, 8-byte states take window 32 and 4 prefix copies (fifteenth session,
     //   two sweeps: affine 1-D 84.3-85.0 -> 86.6-87.5%; 4-byte states lost 4 points at window 64).
+    // - Cols launches of few lines take lines of 16 columns (twentieth session: sum 65536x512
+    //   along dim 0 57 -> 75%, 16384x2048 78 -> 82%; lines of 8 lost everywhere, 65 against
+    //   87% on sum dim 0: 32-byte runs).
     {1, 90,
-     with_prefetch(with_window_skip(with_scalar_rows(
+     with_few_lines_lanes(with_prefetch(with_window_skip(with_scalar_rows(
          with_vector_rows(with_shared_rows(with_pcopies(entry(128, 96, 32, 8, 32, 4, 3, 2, 128, 32, 3), 8), 32, 8)),
-         64)), 66)},
+         64)), 66), 16)},
     {2, 90,
-     with_prefetch(with_window_skip(with_scalar_rows(
-         with_vector_rows(with_shared_rows(with_pcopies(entry(128, 48, 32, 8, 32, 4, 3, 2, 256, 16, 2), 4), 32, 4)), 32)), 66)},
+     with_few_lines_lanes(with_prefetch(with_window_skip(with_scalar_rows(
+         with_vector_rows(with_shared_rows(with_pcopies(entry(128, 48, 32, 8, 32, 4, 3, 2, 256, 16, 2), 4), 32, 4)), 32)), 66), 16)},
     {1, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 12, 2)},
     {2, 0, entry(256, 12, 128, 8, 12, 8, 2, 0, 256, 8, 2)},
     {4, 0, entry(256, 8, 128, 8, 8, 8, 1, 0, 256, 4, 1)},
@@ -101,7 +109,7 @@ const Row kTable[] = {
 
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
-                           "with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
+                           "with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, clanes=8|16|32, flanes=0|8|16|32, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
                            "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, skip=0|1, prefetch=N, e.g. rows=128x32,mb=4"));
 }
 
@@ -132,6 +140,9 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "window") t.row_window = number(value);
         else if (key == "pcopies" && number(value) <= 32) t.row_pcopies = number(value);
         else if (key == "cols") pair(t.col_warps, t.col_rows);
+        else if (key == "clanes" && (value == "8" || value == "16" || value == "32")) t.col_lanes = number(value);
+        else if (key == "flanes" && (value == "0" || value == "8" || value == "16" || value == "32"))
+            t.few_lines_lanes = value == "0" ? 0 : number(value);
         else if (key == "cwin") t.col_window = number(value);
         else if (key == "mb") t.min_blocks = number(value), min_blocks = true;
         else if (key == "cmb") t.col_min_blocks = number(value);
@@ -163,7 +174,8 @@ std::string Tuning::str() const {
     return cat("rows ", row_threads, "x", row_items, " (scalar x", scalar_row_items(), ") w", row_window, " x", row_pcopies,
                " (one tile ",
                row_threads, "x", shared_row_items(), " at ", shared_rows_min_blocks(), "), cols ", col_warps, "x",
-               col_rows, " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
+               col_rows, col_lanes == 32 ? "" : cat(" of ", col_lanes, " lanes"),
+               few_lines_lanes ? cat(" (few lines: ", few_lines_lanes, " lanes)") : "", " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
                res_groups ? "" : ", no lane groups",
                chunk_major ? "" : ", row-major tiles",

@@ -40,9 +40,17 @@ struct Tuning {
     // Look-back tiles in chunk-major order (chunk c of every row before chunk c + 1 of any), so
     // that the rows' look-back chains advance side by side (false: row-major, as a measurement).
     bool chunk_major = true;
-    // cols (inner extent > 1): tiles of [col_warps x col_rows steps] x 32 lanes.
+    // cols (inner extent > 1): tiles of [col_warps x (32 / lanes) x col_rows steps] x lanes
+    // columns, a line being `lanes` columns (8, 16 or 32). A warp reads 32 / lanes runs of steps
+    // at once. Narrower lines make taller tiles of the same size, so that fewer of a line's tiles
+    // run at once and wait on each other's look-back, at the cost of shorter runs in memory.
     int col_warps = 8;
     int col_rows = 16;
+    int col_lanes = 32;
+    // Where lines of col_lanes are few against the resident tiles (cols_lanes in
+    // executable.cpp), a second cols kernel takes lines of few_lines_lanes (0: none).
+    int few_lines_lanes = 0;
+    int col_steps(int lanes) const { return col_warps * (32 / lanes) * col_rows; }
     int col_window = 16;
     int map_threads = 256;
     // __launch_bounds__ minimum blocks per SM of the scan kernels (caps registers).
@@ -89,7 +97,7 @@ struct Tuning {
 
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
-// key=value with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, cwin=W, mb=N, cmb=N,
+// key=value with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, clanes=L, flanes=L|0 (L: 8, 16, 32), cwin=W, mb=N, cmb=N,
 // res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1,
 // skip=0|1, prefetch=N (e.g. "rows=128x32,mb=4");
 // RuntimeError if it does not parse. `combine_weight` (codegen's combine_weight) at

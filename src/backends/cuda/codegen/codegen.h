@@ -122,12 +122,15 @@ struct ReachableKernels {
     bool rows = true;             // the shared and look-back rows kernels (scalar and vector)
     bool resident = true;         // resident rows, whole warps
     bool resident_groups = true;  // resident rows in lane groups
-    bool cols = true;
+    bool cols = true;             // cols, and cols for few lines where the tuning has them
 };
 ReachableKernels reachable_kernels(const Stage& stage, const Tuning& tuning);
 // The resident rows kernel of a stage: whole warps per row, or (`groups`) rows of at most 16 x
 // res_items in groups of lanes (emitted where the tuning has res_groups).
 std::string resident_kernel_name(int stage, bool groups);
+// The cols kernel of a stage: lines of the tuning's col_lanes, or (`few_lines`, where the tuning
+// has few_lines_lanes) its kernel for launches of few lines.
+std::string cols_kernel_name(int stage, bool few_lines);
 
 std::string_view cuda_prelude();  // scalar semantics, arguments, cursors, look-back words
 std::string_view cuda_kernels();  // the kernel templates (rows, resident rows, cols, map)

@@ -387,6 +387,10 @@ ReachableKernels reachable_kernels(const Stage& stage, const Tuning& tuning) {
     return r;
 }
 
+std::string cols_kernel_name(int stage, bool few_lines) {
+    return cat("scanc_cols_", few_lines ? "few_lines_" : "", stage);
+}
+
 std::string resident_kernel_name(int stage, bool groups) {
     return cat("scanc_resident_", groups ? "groups_" : "", stage);
 }
@@ -428,8 +432,10 @@ std::string generate_source(const Plan& plan, int cc, const Layout& layout) {
                 entry(tuning.res_threads, tuning.res_min_blocks, resident_kernel_name(s.id, true), k,
                       cat("scan_rows_resident_groups<", k, ", -1>"));
             if (reach.cols)
-                entry(tuning.col_warps * 32, tuning.cols_min_blocks(), cat("scanc_cols_", s.id), k,
-                      cat("scan_cols<", k, ">"));
+                for (bool few : {false, true})
+                    if (!few || tuning.few_lines_lanes)
+                        entry(tuning.col_warps * 32, tuning.cols_min_blocks(), cols_kernel_name(s.id, few), k,
+                              cat("scan_cols<", k, ", ", few ? tuning.few_lines_lanes : tuning.col_lanes, ">"));
         } else {
             entry(tuning.map_threads, 1, cat("scanc_map_", s.id), k, cat("map_kernel<", k, ">"));
         }

@@ -1,7 +1,7 @@
 // The kernel templates of every generated CUDA source, after the prelude: rows (look-back and
 // resident), cols and map. Generated code defines, per stage, a struct K with State, Ctx, Cur,
 // combine, load, store, word conversions and its tuning constants, then instantiates
-// scan_rows<K> / scan_rows_resident_groups<K> / scan_cols<K> / map_kernel<K>.
+// scan_rows<K> / scan_rows_resident_groups<K> / scan_cols<K, L> / map_kernel<K>.
 #include "codegen.h"
 
 namespace scanc::cuda {
@@ -552,25 +552,27 @@ template <class K, int LW> __device__ void scan_rows_resident_groups(const typen
     }
 }
 
-// ---- cols: scan along a dim with inner extent > 1. A tile is [WARPS*ROWS steps x 32 lanes];
-// each lane is its own scan, chained across tiles along the scan dim by a per-lane look-back. ----
-template <class K> __device__ void scan_cols(const typename K::Args& a) {
+// ---- cols: scan along a dim with inner extent > 1. A line is L columns (8, 16 or 32); a tile is
+// [WARPS x SUB x ROWS steps] x L columns, SUB = 32 / L runs of ROWS steps to a warp, lane
+// (sub, column) holding one run of one column. Each column is its own scan, chained across tiles
+// along the scan dim by a per-column look-back. ----
+template <class K, int L> __device__ void scan_cols(const typename K::Args& a) {
     typedef typename K::State S;
-    constexpr int WARPS = K::COL_WARPS, RPW = K::COL_ROWS, W = K::COL_WINDOW;
-    constexpr i64 CH = (i64)WARPS * RPW;
-    __shared__ u32 s_tot[WARPS][K::NW][32];
+    constexpr int WARPS = K::COL_WARPS, RPW = K::COL_ROWS, W = K::COL_WINDOW, SUB = 32 / L;
+    constexpr i64 CH = (i64)WARPS * SUB * RPW;
+    __shared__ u32 s_tot[WARPS][K::NW][L];
     __shared__ int s_has[WARPS];
-    __shared__ u32 s_pre[K::NW][32];
+    __shared__ u32 s_pre[K::NW][L];
     const ScanParams& p = a.p;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, col = lane % L, sub = lane / L;
     const i64 lines = p.outer * p.groups, tile = tile_id<K>(p);
     const i64 chunk = tile / lines, line = tile % lines, o = line / p.groups, g = line % p.groups;
-    const i64 i = g * 32 + lane;
+    const i64 i = g * L + col;
     const bool lane_ok = i < p.inner;
     typename K::Ctx x;
     K::row_base(a, o, lane_ok ? i : 0, x);
     const u32 epoch = (u32)p.epoch;
-    const i64 t0 = chunk * CH + (i64)warp * RPW;
+    const i64 t0 = chunk * CH + ((i64)warp * SUB + sub) * RPW;
     const int nv = t0 >= p.len ? 0 : (p.len - t0 >= RPW ? RPW : (int)(p.len - t0));
     S items[RPW];
     const auto step = steps<K>(a, K::REVERSE ? -1 : 1);
@@ -580,25 +582,38 @@ template <class K> __device__ void scan_cols(const typename K::Args& a) {
         items[k] = (k < nv && lane_ok) ? K::load(c) : S{};
         advance<K>(c, step);
     }
-    const S agg = scan_items<K, RPW>(items, nv, x.cap);
-    {
-        u32 w[K::NW]; K::to_words(agg, w);
+    // The warp's runs of a column, folded in order by shuffles L lanes apart: (h, v) inclusive,
+    // (exh, ex) exclusive; a run past the end (nv = 0) only ever follows valid ones.
+    S v = scan_items<K, RPW>(items, nv, x.cap), ex;
+    bool h = nv > 0, exh = false;
+    if constexpr (SUB > 1) {
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) s_tot[warp][j][lane] = w[j];
-        if (lane == 0) s_has[warp] = nv > 0;
+        for (int d = L; d < 32; d *= 2) {
+            S ov = shfl_state<K>(v, d, true);
+            bool oh = __shfl_up_sync(0xffffffffu, h, d);
+            if (lane >= d && oh) { v = h ? K::combine(ov, v, x.cap) : ov; h = true; }
+        }
+        ex = shfl_state<K>(v, L, true);
+        exh = __shfl_up_sync(0xffffffffu, h, L) && sub > 0;
+    }
+    if (sub == SUB - 1) {
+        u32 w[K::NW]; K::to_words(v, w);
+        #pragma unroll
+        for (int j = 0; j < K::NW; ++j) s_tot[warp][j][col] = w[j];
+        if (col == 0) s_has[warp] = h;
     }
     __syncthreads();
-    if (warp == 0 && p.chunks > 1) {
+    if (warp == 0 && sub == 0 && p.chunks > 1) {
         S tagg; bool th = false;
         #pragma unroll
         for (int w2 = 0; w2 < WARPS; ++w2) {
             u32 w[K::NW];
             #pragma unroll
-            for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][lane];
+            for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][col];
             fold<K>(th, tagg, s_has[w2], K::from_words(w), x.cap);
         }
         auto entry = [&](i64 c, int kind) {
-            return p.status + ((u64)(line * p.chunks + c) * 32 + lane) * 2 * K::NW + kind * K::NW;
+            return p.status + ((u64)(line * p.chunks + c) * L + col) * 2 * K::NW + kind * K::NW;
         };
         publish<K>(entry(chunk, 0), epoch, tagg);
         S pre;
@@ -612,7 +627,7 @@ template <class K> __device__ void scan_cols(const typename K::Args& a) {
             if (chunk + 1 < p.chunks) publish<K>(entry(chunk, 1), epoch, K::combine(pre, tagg, x.cap));
             u32 w[K::NW]; K::to_words(pre, w);
             #pragma unroll
-            for (int j = 0; j < K::NW; ++j) s_pre[j][lane] = w[j];
+            for (int j = 0; j < K::NW; ++j) s_pre[j][col] = w[j];
         }
     }
     __syncthreads();
@@ -621,14 +636,15 @@ template <class K> __device__ void scan_cols(const typename K::Args& a) {
     u32 w[K::NW];
     if (ph) {
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) w[j] = s_pre[j][lane];
+        for (int j = 0; j < K::NW; ++j) w[j] = s_pre[j][col];
         pre = K::from_words(w);
     }
     for (int w2 = 0; w2 < warp; ++w2) {
         #pragma unroll
-        for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][lane];
+        for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][col];
         fold<K>(ph, pre, s_has[w2], K::from_words(w), x.cap);
     }
+    if constexpr (SUB > 1) fold<K>(ph, pre, exh, ex, x.cap);
     if (!lane_ok) return;
     fold_prefix<K, RPW>(items, ph, pre, x.cap);
     c = seek<K>(a, x, phys<K>(p, t0));
