@@ -1,6 +1,6 @@
-// CPU backend throughput against memcpy in the same run, on Google Benchmark. Each case is a
-// benchmark named `CASE/SHAPE/DIM` (CASE: memcpy, sum, affine, affine_h, sum_ordered; SHAPE: N or NxM;
-// memcpy's SHAPE is the bytes copied), with counters `bytes` (inputs read once + outputs
+// CPU backend throughput against copies in the same run, on Google Benchmark. Each case is a
+// benchmark named `CASE/SHAPE/DIM` (CASE: memcpy, copy_stream, sum, affine, affine_h, sum_ordered;
+// SHAPE: N or NxM; a copy's SHAPE is the bytes copied), with counters `bytes` (inputs read once + outputs
 // written once, per run) and bytes_per_second; the aggregate `best` is the fastest repetition
 // (the figure cpu_bench.py reads, from --benchmark_format=json). Warm-up runs are excluded.
 // Google Benchmark applies `best` (a min) to the counters too, so that row's bytes_per_second is
@@ -22,6 +22,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "scanc/backends/cpu.h"
 #include "scanc/dsl/expr.h"
@@ -103,14 +107,30 @@ void scan_bench(benchmark::State& state, bool affine, bool h_only, std::vector<s
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
 
-// Multi-threaded memcpy of `bytes` (split in equal parts), the ceiling for a scan. The helper
-// threads live for the whole benchmark and meet the caller at a barrier per run, so small
-// copies are not timed with thread start-up.
-void copy_bench(benchmark::State& state, std::size_t bytes, int threads) {
+// A copy loop with streaming (non-temporal) stores. glibc's memcpy is not always the fastest
+// copy: on the AMD VM of the twentieth session it moved 44 GB/s where such a loop moved 75
+// (bench/cpu_memprobe), so a scan measured against memcpy alone looked faster than a copy.
+void stream_copy(char* dst, const char* src, std::size_t n) {
+    std::size_t i = 0;
+#if defined(__x86_64__)
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 64; k += 16)
+            _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + k),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + k)));
+    _mm_sfence();
+#endif
+    std::memcpy(dst + i, src + i, n - i);
+}
+
+// Multi-threaded copy of `bytes` (split in parts of whole 64-byte lines) by memcpy or by
+// stream_copy, the ceiling for a scan. The helper threads live for the whole benchmark and meet
+// the caller at a barrier per run, so small copies are not timed with thread start-up.
+void copy_bench(benchmark::State& state, std::size_t bytes, int threads, bool streaming) {
     std::vector<char> a(bytes, 1), b(bytes, 2);
     auto part = [&](int p) {
-        std::size_t lo = bytes * p / threads, hi = bytes * (p + 1) / threads;
-        std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
+        std::size_t lo = bytes * p / threads / 64 * 64, hi = p + 1 == threads ? bytes : bytes * (p + 1) / threads / 64 * 64;
+        (streaming ? stream_copy : [](char* d, const char* s, std::size_t n) { std::memcpy(d, s, n); })(
+            b.data() + lo, a.data() + lo, hi - lo);
     };
     std::barrier<> start(threads), done(threads);
     std::atomic<bool> stop{false};
@@ -159,13 +179,16 @@ void add_scan(const std::string& name, std::vector<std::int64_t> shape, int dim,
     configure(benchmark::RegisterBenchmark(full.c_str(), run), opt);
 }
 
+// glibc's memcpy and the streaming copy loop of `bytes`; the script takes the faster.
 void add_copy(std::size_t bytes, const Options& opt) {
-    auto run = [=](benchmark::State& s) { copy_bench(s, bytes, opt.threads); };
-    std::string full = "memcpy/" + std::to_string(bytes) + "/0";
-    configure(benchmark::RegisterBenchmark(full.c_str(), run), opt);
+    for (bool streaming : {false, true}) {
+        auto run = [=](benchmark::State& s) { copy_bench(s, bytes, opt.threads, streaming); };
+        std::string full = (streaming ? "copy_stream/" : "memcpy/") + std::to_string(bytes) + "/0";
+        configure(benchmark::RegisterBenchmark(full.c_str(), run), opt);
+    }
 }
 
-// Each scan right after the memcpy of its bytes, so that the two see the same machine load.
+// Each scan right after the copies of its bytes, so that they see the same machine load.
 void add_all(const Options& opt) {
     const std::int64_t big = std::int64_t{1} << 26, side = 4096;
     // Each case's f32 arrays (inputs + outputs); its memcpy copies half its bytes moved (a copy

@@ -4,6 +4,22 @@
 
 namespace scanc::cpu {
 
+namespace {
+
+// Polls `done` for up to ThreadPool::kSpin; true if it came true.
+template <class F> bool spin_until(F done) {
+    const auto end = std::chrono::steady_clock::now() + ThreadPool::kSpin;
+    for (int i = 0;; ++i) {
+        if (done()) return true;
+        if (i % 64 == 63 && std::chrono::steady_clock::now() > end) return false;
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+}  // namespace
+
 ThreadPool& ThreadPool::instance() {
     static ThreadPool pool;
     return pool;
@@ -22,6 +38,7 @@ void ThreadPool::worker(int index) {
     long seen = 0;
     for (;;) {
         const std::function<void(int)>* job;
+        spin_until([&] { return stop_ || generation_.load() != seen; });
         {
             std::unique_lock lock(mutex_);
             wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -31,8 +48,10 @@ void ThreadPool::worker(int index) {
             job = job_;
         }
         (*job)(index + 1);
-        std::lock_guard lock(mutex_);
-        if (--pending_ == 0) done_.notify_one();
+        if (--pending_ == 0) {
+            std::lock_guard lock(mutex_);  // the caller tests pending_ under it before it waits
+            done_.notify_one();
+        }
     }
 }
 
@@ -67,6 +86,7 @@ void ThreadPool::run(int num_tasks, const std::function<void(int)>& fn) {
     }
     wake_.notify_all();
     guarded(0);
+    spin_until([&] { return pending_.load() == 0; });
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return pending_ == 0; });
     job_ = nullptr;

@@ -2,9 +2,13 @@
 // its own thread (the caller is task 0), and returns when all are done; the tasks may wait on a
 // Barrier of n. Runs are serialized: one program runs on the pool at a time, so a process never
 // has more busy scanc threads than the largest thread count asked for (no oversubscription).
-// Threads are created lazily and idle on a condition variable, never spinning.
+// Threads are created lazily. Between runs they spin for at most kSpin, then sleep on a condition
+// variable; the caller spins as long for the tasks to finish. On a VM, waking a sleeping thread
+// takes tens of microseconds (an interrupt to a halted vCPU), more than a small scan runs.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -15,6 +19,8 @@ namespace scanc::cpu {
 
 class ThreadPool {
 public:
+    static constexpr std::chrono::microseconds kSpin{50};
+
     static ThreadPool& instance();
     ~ThreadPool();
 
@@ -29,9 +35,10 @@ private:
     std::vector<std::thread> threads_;
     const std::function<void(int)>* job_ = nullptr;
     int job_tasks_ = 0;
-    long generation_ = 0;
-    int pending_ = 0;
-    bool stop_ = false;
+    // Written under mutex_ (but pending_'s decrements), read by spinning threads without it.
+    std::atomic<long> generation_ = 0;
+    std::atomic<int> pending_ = 0;
+    std::atomic<bool> stop_ = false;
 };
 
 }  // namespace scanc::cpu
