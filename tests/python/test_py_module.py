@@ -1,7 +1,10 @@
 """The Python module API besides run's results: load/loads, errors as ValueError with line:col,
 programs/combines/print/check, backends."""
 
+import os
 import re
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -126,6 +129,18 @@ def test_finish_compiles_returns_at_once_when_nothing_compiles():
     start = time.perf_counter()
     assert scanc.finish_compiles() is None
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/self/maps")
+def test_finish_compiles_loads_no_compiler_in_a_process_that_compiled_nothing():
+    # Nothing was handed to the background compiles, so there is nothing to wait for, and NVRTC
+    # (where installed) stays unloaded: a cold load of it once took 2 s on a busy CI box.
+    code = ("import numpy as np, scanc\n"
+            f"scanc.loads({TEXT!r}).run('cumsum', np.ones(3), backend='cpu')\n"
+            "scanc.finish_compiles()\n"
+            "print('nvrtc' in open('/proc/self/maps').read())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_an_unknown_backend_is_a_value_error_listing_the_available_ones():

@@ -1,6 +1,7 @@
 #include "cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -249,11 +250,14 @@ private:
     bool stop_ = false;
 };
 
+std::atomic<bool> background_made{false};
+
 BackgroundCompiles& background() {
     // NVRTC's own statics are built first, so that the exit destroys (and so joins) the pool
     // before them.
     nvrtc_available();
     static BackgroundCompiles pool;
+    background_made = true;
     return pool;
 }
 
@@ -471,7 +475,11 @@ ProgramKernels& program_kernels(const std::string& source, const std::string& ar
     return *slot;
 }
 
-void finish_compiles() { background().wait_idle(); }
+// With no pool yet, nothing was ever handed to it: return without loading NVRTC for it (a cold
+// load of the library took 2 s on a busy CI box).
+void finish_compiles() {
+    if (background_made) background().wait_idle();
+}
 
 CacheStats cache_stats() {
     std::lock_guard lock(mu);

@@ -47,7 +47,7 @@ struct Tuning {
     int col_warps = 8;
     int col_rows = 16;
     int col_lanes = 32;
-    // Where lines of col_lanes are few against the resident tiles (cols_lanes in
+    // Where lines of col_lanes are few against the resident tiles (few_lines in
     // executable.cpp), a second cols kernel takes lines of few_lines_lanes (0: none).
     int few_lines_lanes = 0;
     int col_steps(int lanes) const { return col_warps * (32 / lanes) * col_rows; }
