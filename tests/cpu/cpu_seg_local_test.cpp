@@ -55,6 +55,12 @@ CombineRef affine_max_combine() {
 CombineRef max_min_combine() {
     return trace_combine("max_min", 2, 0, [](auto& l, auto& r, auto&) { return Exprs{max(l[0], r[0]), min(l[1], r[1])}; });
 }
+// Weak integer literals in an f32 combine: h = (h * a) * 1 + (b - 0).
+CombineRef integer_literals_combine() {
+    return trace_combine("integer_literals", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], l[1] * r[0] * 1 + (r[1] - 0)};
+    });
+}
 
 bool takes_registers(const CombineRef& f, DType t, bool reverse = false) {
     cpu::Plan plan = cpu::make_plan(*program_of(f, t, 1, reverse));
@@ -79,6 +85,9 @@ TEST(CpuSegLocal, FloatArithmeticCombinesTakeRegistersAndOtherStagesKeepWorker) 
     EXPECT_FALSE(takes_registers(affine_combine(), DType::F16));  // converted on load
     EXPECT_TRUE(takes_registers(affine_max_combine(), DType::F32));
     EXPECT_TRUE(takes_registers(max_min_combine(), DType::F32));
+    // Each integer literal becomes an f32 constant (plan_codegen); the i64 ones it came from
+    // stay unread.
+    EXPECT_TRUE(takes_registers(integer_literals_combine(), DType::F32));
     auto with_lse = trace_combine("affine_lse", 2, 0, [](auto& l, auto& r, auto&) {
         return Exprs{l[0] * r[0], logaddexp(l[1] * r[0], r[1])};
     });
@@ -137,6 +146,7 @@ TEST(CpuSegLocal, LocalScansAndTotalsEqualWorkersBitForBitWithSpecialValues) {
             expect_same_local_scans(three_leaves_combine(), lanes, steps, rng);
             expect_same_local_scans(affine_max_combine(), lanes, steps, rng);
             expect_same_local_scans(max_min_combine(), lanes, steps, rng);
+            expect_same_local_scans(integer_literals_combine(), lanes, steps, rng);
         }
 }
 

@@ -37,6 +37,11 @@ bool seg_kind(const Instr& in, SegOp::Kind& kind) {
     return false;
 }
 
+// The registers an op of `kind` reads: a, then b, then c.
+int operand_count(SegOp::Kind kind) {
+    return kind == SegOp::Copy ? 1 : kind == SegOp::MulAdd || kind == SegOp::AddMul ? 3 : 2;
+}
+
 }  // namespace
 
 SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir_(dir) {
@@ -61,10 +66,18 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir
         ready.insert(code.carry[k]);
         ready.insert(code.x[k]);
     }
-    // f32 constants. An f64 one is a weak literal whose f32 conversion plan_codegen made a
-    // constant of its own: no op reads it.
+    // f32 constants. Constants no op of the combine reads are left out: a weak literal of
+    // another dtype (i64, f64) converted to f32 leaves its original unread, since plan_codegen
+    // made the conversion a constant of its own.
+    std::set<int> read;
+    for (const Instr& in : code.combine) {
+        SegOp::Kind kind;
+        if (!seg_kind(in, kind)) return;
+        const int args[3] = {in.a, in.b, in.c};
+        for (int j = 0; j < operand_count(kind); ++j) read.insert(args[j]);
+    }
     for (auto& [r, s] : code.consts) {
-        if (s.dtype == DType::F64) continue;
+        if (!read.count(r)) continue;
         if (s.dtype != DType::F32) return;
         prog_.consts.emplace_back(r, static_cast<float>(s.f));
         ready.insert(r);
@@ -76,7 +89,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir
             std::find(code.carry.begin(), code.carry.end(), in.dst) != code.carry.end() ||
             std::find(code.x.begin(), code.x.end(), in.dst) != code.x.end())
             return;
-        int reads = op.kind == SegOp::Copy ? 1 : op.kind >= SegOp::MulAdd ? 3 : 2;
+        const int reads = operand_count(op.kind);
         int args[3] = {in.a, in.b, in.c};
         for (int j = 0; j < 3; ++j) {
             if (j >= reads) args[j] = in.a;  // unread: any valid register
