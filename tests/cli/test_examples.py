@@ -245,6 +245,20 @@ def test_bench_checks_against_the_reference_and_reports_bandwidth():
     assert "time: best" in proc.stdout
 
 
+def test_bench_checks_long_float_scans_against_f64_carries_where_the_f32_reference_stalls(tmp_path):
+    # Ones summed in f32: the sequential reference stalls at 2^24, the CPU backend's blocked
+    # sums keep counting. Against the f32 reference that looked like wrong results (6% off at
+    # the end); the reference with f64 carries agrees with the backend.
+    path = tmp_path / "ones.scan"
+    path.write_text("combine add(a | b) {\n  return a + b\n}\n"
+                    "program p(x: f32[N]) {\n  y = scan add(x * 0 + 1) dim=0\n  return y\n}\n")
+    proc = scanc("bench", path, "--random", f"N={2**24 + 2**20}", "--seconds", "0.1",
+                 "--backend", "cpu", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [check] = json.loads(proc.stdout)["checks"]
+    assert check["oracle"] == "reference with f64 carries" and check["mismatches"] == 0
+
+
 def test_bench_json_reports_the_same_measurement_for_scripts():
     proc = scanc("bench", EXAMPLES / "cumsum.scan", "--random", "N=10,T=100", "--seconds", "0.1",
                  "--backend", "cpu", "--json")

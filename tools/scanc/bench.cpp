@@ -14,6 +14,7 @@
 #include <span>
 
 #include "cli.h"
+#include "scanc/backends/reference.h"
 
 namespace scanc::cli {
 namespace {
@@ -27,6 +28,7 @@ struct BenchArgs : ProgramOptions {
 struct Check {
     std::string label;
     Comparison comparison;
+    bool f64_oracle = false;  // passed against the f64-carry oracle, not the f32 reference
 };
 
 // Everything a bench run found; printed as text or JSON.
@@ -83,14 +85,25 @@ std::string gbps(double bytes, double s) {
     return buf;
 }
 
-// Compares every result with the reference executor's.
+// Compares every result with the reference executor's. A float result out of tolerance is
+// compared with the reference run with f64 carries too, and passes if it is within tolerance of
+// that: a long f32 scan's sequential carry can drift from the exact result by more than a
+// reassociated backend's (an f32 logcumsumexp of 16M elements stalled at 14.525 where the exact
+// value is near 14.555 and the CPU backend gave 14.555).
 std::vector<Check> check_against_reference(const ProgramRef& program,
                                            std::span<const TensorView> inputs,
                                            const std::vector<Tensor>& results) {
-    std::vector<Tensor> want = compile(program, "reference")->run(inputs);
+    std::vector<Tensor> want = compile(program, "reference")->run(inputs), wide;
     std::vector<Check> checks;
-    for (std::size_t i = 0; i < results.size(); ++i)
-        checks.push_back({result_label(*program, i), compare(results[i], want[i])});
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        Check check{result_label(*program, i), compare(results[i], want[i])};
+        if (check.comparison.mismatches && is_float(results[i].dtype())) {
+            if (wide.empty()) wide = ReferenceBackend(/*f64_carries=*/true).compile(program)->run(inputs);
+            Comparison oracle = compare(results[i], wide[i]);
+            if (oracle.mismatches == 0) check = {check.label, oracle, true};
+        }
+        checks.push_back(check);
+    }
     return checks;
 }
 
@@ -108,7 +121,8 @@ void print_text(const BenchReport& r, const Program& program) {
                           c.rtol, c.mean_magnitude);
         std::snprintf(line, sizeof line, "max abs err %.3g, max rel err %.3g (%s)", c.max_abs,
                       c.max_rel, tolerance);
-        std::cout << "  check " << check.label << " vs reference: " << line
+        std::cout << "  check " << check.label << " vs reference"
+                  << (check.f64_oracle ? " with f64 carries (the f32 one is further off)" : "") << ": " << line
                   << (c.mismatches ? "" : ": OK") << "\n";
         if (c.mismatches)
             std::cout << "    FAILED: " << c.mismatches << " element(s) out of tolerance, first "
@@ -130,7 +144,8 @@ void print_json(const BenchReport& r) {
                           {"max_rel_err", c.max_rel},
                           {"rtol", c.rtol},
                           {"mismatches", c.mismatches},
-                          {"first_mismatch", c.first_mismatch}});
+                          {"first_mismatch", c.first_mismatch},
+                          {"oracle", check.f64_oracle ? "reference with f64 carries" : "reference"}});
     }
     nlohmann::json out = {
         {"program", r.program},
@@ -198,9 +213,10 @@ Command add_bench_command(CLI::App& parent) {
         "bench", "Time a program on random inputs; check it against the reference executor.");
     app->footer(
         "Prints the max abs/rel error against the reference executor (exit code 1 if out of\n"
-        "tolerance |err| <= rtol x (|ref| + mean |ref|)), the best and median time of runs that\n"
-        "take about --seconds in all, and GB/s = (bytes of all inputs read once + outputs\n"
-        "written once) / time.");
+        "tolerance |err| <= rtol x (|ref| + mean |ref|); a float result out of it is checked\n"
+        "against the reference with f64 carries too, and passes within tolerance of that), the\n"
+        "best and median time of runs that take about --seconds in all, and GB/s = (bytes of\n"
+        "all inputs read once + outputs written once) / time.");
     add_program_options(*app, *args)->required();
     app->add_option("--seconds", args->seconds, "about how long the timed runs take")
         ->capture_default_str()

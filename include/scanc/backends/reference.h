@@ -16,8 +16,16 @@ namespace scanc {
 
 class ReferenceBackend : public Backend {
 public:
+    // `f64_carries`: scans of f32 leaves carry, and read f32 captured values, in f64, rounding
+    // each stored element to f32 (as f16/bf16 carry in f32); a combine that cannot be typed at
+    // f64 keeps f32. Not the specification: an oracle for long float scans, whose sequential
+    // f32 carry can drift far from the exact result (`scanc bench` checks against both).
+    explicit ReferenceBackend(bool f64_carries = false) : f64_carries_(f64_carries) {}
     std::string name() const override { return "reference"; }
     std::unique_ptr<Executable> compile(const ProgramRef& program) override;
+
+private:
+    bool f64_carries_;
 };
 
 }  // namespace scanc

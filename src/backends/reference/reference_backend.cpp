@@ -29,7 +29,7 @@ Tensor literal_tensor(const Node& node) {
 
 class ReferenceExecutable : public Executable {
 public:
-    explicit ReferenceExecutable(ProgramRef program)
+    ReferenceExecutable(ProgramRef program, bool f64_carries)
         : program_(std::move(program)), order_(topo_order(program_->results)) {
         // Instantiate every scan's combine once; runs only evaluate.
         for (const Node* n : order_) {
@@ -39,7 +39,8 @@ public:
             for (int i = 0; i < attr.num_leaves; ++i) leaves.push_back(n->types[i].dtype);
             for (std::size_t c = attr.num_leaves; c < n->inputs.size(); ++c)
                 captured.push_back(instantiated_dtype(n->inputs[c]->type()));
-            combine_types_.emplace(n, instantiate_combine(*attr.combine, leaves, captured, n->loc));
+            combine_types_.emplace(n, f64_carries ? widened(*attr.combine, leaves, captured, n->loc)
+                                                  : instantiate_combine(*attr.combine, leaves, captured, n->loc));
         }
         // Results stay alive to the end; everything else is freed after its last reader.
         for (const Node* n : order_)
@@ -104,6 +105,21 @@ private:
         }
     }
 
+    // The combine typed with f32 leaves and captured values at f64, where it can be (a combine
+    // that casts to f32 cannot), else as the program has it.
+    static CombineTypes widened(const Combine& combine, std::vector<DType> leaves, std::vector<DType> captured,
+                                const SourceLoc& loc) {
+        auto wide = [](std::vector<DType> ts) {
+            for (DType& t : ts) t = t == DType::F32 ? DType::F64 : t;
+            return ts;
+        };
+        try {
+            return instantiate_combine(combine, wide(leaves), wide(captured), loc);
+        } catch (const CompileError&) {
+            return instantiate_combine(combine, leaves, captured, loc);
+        }
+    }
+
     static void release_inputs(const Node& n, std::unordered_map<const Node*, int>& remaining,
                                std::unordered_map<const Node*, std::vector<Tensor>>& values) {
         for (auto& in : n.inputs)
@@ -130,7 +146,7 @@ private:
 }  // namespace
 
 std::unique_ptr<Executable> ReferenceBackend::compile(const ProgramRef& program) {
-    return std::make_unique<ReferenceExecutable>(program);
+    return std::make_unique<ReferenceExecutable>(program, f64_carries_);
 }
 
 }  // namespace scanc

@@ -43,8 +43,8 @@ std::vector<Tensor> run_scan(const Node& node, const CombineTypes& types,
     };
     auto store = [&](int i, std::int64_t offset, const Scalar& v) {
         const Tensor& t = outputs[i];
-        store_scalar(v, static_cast<char*>(t.data()) +
-                            offset * static_cast<std::int64_t>(dtype_size(t.dtype())));
+        store_scalar(v.dtype == DType::F64 && t.dtype() == DType::F32 ? convert_scalar(v, DType::F32) : v,
+                     static_cast<char*>(t.data()) + offset * static_cast<std::int64_t>(dtype_size(t.dtype())));
     };
 
     CombineEvaluator evaluator(combine, types);
@@ -58,7 +58,8 @@ std::vector<Tensor> run_scan(const Node& node, const CombineTypes& types,
         auto position = [&](std::int64_t t) {
             return off[0] + (attr.reverse ? length - 1 - t : t) * step;
         };
-        // The carry stays in compute precision (f32 for f16/bf16); stores round.
+        // The carry stays in compute precision (f32 for f16/bf16; f64 for an oracle's f32);
+        // stores round.
         for (int i = 0; i < num_leaves; ++i) {
             carry[i] = load(i, position(0), leaf_dtypes[i]);
             store(i, position(0), carry[i]);
