@@ -127,10 +127,11 @@ void stream_copy(char* dst, const char* src, std::size_t n) {
 // the caller at a barrier per run, so small copies are not timed with thread start-up.
 void copy_bench(benchmark::State& state, std::size_t bytes, int threads, bool streaming) {
     std::vector<char> a(bytes, 1), b(bytes, 2);
+    auto start_of = [&](int p) { return p == threads ? bytes : bytes * p / threads / 64 * 64; };
     auto part = [&](int p) {
-        std::size_t lo = bytes * p / threads / 64 * 64, hi = p + 1 == threads ? bytes : bytes * (p + 1) / threads / 64 * 64;
-        (streaming ? stream_copy : [](char* d, const char* s, std::size_t n) { std::memcpy(d, s, n); })(
-            b.data() + lo, a.data() + lo, hi - lo);
+        std::size_t lo = start_of(p), n = start_of(p + 1) - lo;
+        if (streaming) stream_copy(b.data() + lo, a.data() + lo, n);
+        else std::memcpy(b.data() + lo, a.data() + lo, n);
     };
     std::barrier<> start(threads), done(threads);
     std::atomic<bool> stop{false};
