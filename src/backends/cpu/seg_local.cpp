@@ -66,22 +66,16 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir
         ready.insert(code.carry[k]);
         ready.insert(code.x[k]);
     }
-    // f32 constants. Constants no op of the combine reads are left out: a weak literal of
-    // another dtype (i64, f64) converted to f32 leaves its original unread, since plan_codegen
-    // made the conversion a constant of its own.
-    std::set<int> read;
-    for (const Instr& in : code.combine) {
-        SegOp::Kind kind;
-        if (!seg_kind(in, kind)) return;
-        const int args[3] = {in.a, in.b, in.c};
-        for (int j = 0; j < operand_count(kind); ++j) read.insert(args[j]);
-    }
-    for (auto& [r, s] : code.consts) {
-        if (!read.count(r)) continue;
-        if (s.dtype != DType::F32) return;
-        prog_.consts.emplace_back(r, static_cast<float>(s.f));
+    // A constant joins the program when an op first reads it, and must be f32 then. Constants
+    // no op reads stay out: a weak literal of another dtype (i64, f64) converted to f32 leaves
+    // its original unread, since plan_codegen made the conversion a constant of its own.
+    auto take_const = [&](int r) {
+        auto c = std::find_if(code.consts.begin(), code.consts.end(), [&](auto& rc) { return rc.first == r; });
+        if (c == code.consts.end() || c->second.dtype != DType::F32) return false;
+        prog_.consts.emplace_back(r, static_cast<float>(c->second.f));
         ready.insert(r);
-    }
+        return true;
+    };
     for (const Instr& in : code.combine) {
         SegOp op{};
         // Writes go to registers of the combine's own (never a carry or an element).
@@ -93,7 +87,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir
         int args[3] = {in.a, in.b, in.c};
         for (int j = 0; j < 3; ++j) {
             if (j >= reads) args[j] = in.a;  // unread: any valid register
-            if (!ready.count(args[j])) return;
+            if (!ready.count(args[j]) && !take_const(args[j])) return;
         }
         op.dst = static_cast<short>(in.dst);
         op.a = static_cast<short>(args[0]);

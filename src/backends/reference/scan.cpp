@@ -43,7 +43,7 @@ std::vector<Tensor> run_scan(const Node& node, const CombineTypes& types,
     };
     auto store = [&](int i, std::int64_t offset, const Scalar& v) {
         const Tensor& t = outputs[i];
-        store_scalar(v.dtype == DType::F64 && t.dtype() == DType::F32 ? convert_scalar(v, DType::F32) : v,
+        store_scalar(v.dtype == t.dtype() ? v : convert_scalar(v, t.dtype()),
                      static_cast<char*>(t.data()) + offset * static_cast<std::int64_t>(dtype_size(t.dtype())));
     };
 

@@ -129,6 +129,23 @@ __device__ __forceinline__ void fold_prefix(typename K::State (&items)[IT], bool
     #pragma unroll
     for (int k = 0; k < IT; ++k) items[k] = K::combine(pre, items[k], cap);
 }
+// The lanes' (h, v) folded in lane order within groups of 2^lw lanes, across lanes `step`
+// apart (a scan by doubling, so lanes step apart hold consecutive parts): (h, v) becomes the
+// inclusive fold, (exh, ex) the exclusive one (exh false on the first `step` lanes).
+template <class K>
+__device__ __forceinline__ void scan_lanes(typename K::State& v, bool& h, typename K::State& ex, bool& exh, int step,
+                                           int lw, const typename K::Cap& cap) {
+    const int at = threadIdx.x % 32 & ((1 << lw) - 1);
+    #pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        if (d * step >> lw) break;
+        typename K::State o = shfl_state<K>(v, d * step, true, 1 << lw);
+        bool oh = __shfl_up_sync(0xffffffffu, h, d * step, 1 << lw);
+        if (at >= d * step && oh) { v = h ? K::combine(o, v, cap) : o; h = true; }
+    }
+    ex = shfl_state<K>(v, step, true, 1 << lw);
+    exh = __shfl_up_sync(0xffffffffu, h, step, 1 << lw) && at >= step;
+}
 // Striped -> blocked, then the thread's inclusive scan of its nv valid items and the group's
 // inclusive scan of thread totals: (ex, exh) is the lane's exclusive group prefix, (tot, toth) on
 // the group's last lane the group's total.
@@ -137,7 +154,7 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT, VEC>& sw, typename K
                                              const typename K::Cap& cap, typename K::State& ex, bool& exh,
                                              typename K::State& tot, bool& toth, int lw = 5) {
     typedef typename K::State S;
-    const int lane = threadIdx.x % 32, sub = lane & ((1 << lw) - 1);
+    const int lane = threadIdx.x % 32;
     __syncwarp();  // the segment's previous readers are done
     if constexpr (VEC) {
         #pragma unroll
@@ -161,18 +178,9 @@ __device__ __forceinline__ void scan_segment(Segment<K, IT, VEC>& sw, typename K
             items[k] = K::from_words(w);
         }
     }
-    S agg = scan_items<K, IT>(items, nv, cap);
+    S v = scan_items<K, IT>(items, nv, cap);
     bool h = nv > 0;
-    S v = agg;
-    #pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-        if (d >> lw) break;
-        S o = shfl_state<K>(v, d, true, 1 << lw);
-        bool oh = __shfl_up_sync(0xffffffffu, h, d, 1 << lw);
-        if (sub >= d && oh) { v = h ? K::combine(o, v, cap) : o; h = true; }
-    }
-    ex = shfl_state<K>(v, 1, true, 1 << lw);
-    exh = __shfl_up_sync(0xffffffffu, h, 1, 1 << lw) && sub > 0;
+    scan_lanes<K>(v, h, ex, exh, 1, lw, cap);
     tot = v;
     toth = h;
 }
@@ -586,16 +594,7 @@ template <class K, int L> __device__ void scan_cols(const typename K::Args& a) {
     // (exh, ex) exclusive; a run past the end (nv = 0) only ever follows valid ones.
     S v = scan_items<K, RPW>(items, nv, x.cap), ex;
     bool h = nv > 0, exh = false;
-    if constexpr (SUB > 1) {
-        #pragma unroll
-        for (int d = L; d < 32; d *= 2) {
-            S ov = shfl_state<K>(v, d, true);
-            bool oh = __shfl_up_sync(0xffffffffu, h, d);
-            if (lane >= d && oh) { v = h ? K::combine(ov, v, x.cap) : ov; h = true; }
-        }
-        ex = shfl_state<K>(v, L, true);
-        exh = __shfl_up_sync(0xffffffffu, h, L) && sub > 0;
-    }
+    if constexpr (SUB > 1) scan_lanes<K>(v, h, ex, exh, L, 5, x.cap);
     if (sub == SUB - 1) {
         u32 w[K::NW]; K::to_words(v, w);
         #pragma unroll
