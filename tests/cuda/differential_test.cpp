@@ -575,10 +575,12 @@ TEST_F(CudaDifferential, RowsOfAFewSegmentsShareALookBackTile) {
     expect_captured_rows_match({{333, 600}, {65, 1500}});
 }
 
-TEST_F(CudaDifferential, RowsOfSeveralTilesMatchInEitherTileOrder) {
+TEST_F(CudaDifferential, RowsOfSeveralTilesMatchInEveryTileOrder) {
     // Tiles of 64 x 4 and windows of 32, so that rows of 1000 and more span several tiles and
-    // windows: chunk-major order (the default: the rows' chains side by side) and row-major.
-    for (const char* tuning : {"rows=64x4,window=32,cmajor=1", "rows=64x4,window=32,cmajor=0"}) {
+    // windows: chunk-major order (the default: the rows' chains side by side), row-major, and
+    // chunk-major within bands of 2 or 4 rows (3 and 129 rows end on a shorter band).
+    for (const char* tuning : {"rows=64x4,window=32,cmajor=1", "rows=64x4,window=32,cmajor=0",
+                               "rows=64x4,window=32,rband=2", "rows=64x4,window=32,rband=4"}) {
         SCOPED_TRACE(tuning);
         TuningOverride override_tuning(tuning);
         expect_rows_match(kRowScans, {{1000, 1000}, {3, 65537}, {129, 40961}, {1, 12289}});

@@ -38,7 +38,7 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_EQ(t.res_items, 4);
     EXPECT_EQ(t.res_min_blocks, 7);
     EXPECT_FALSE(t.res_groups);
-    EXPECT_FALSE(t.chunk_major);
+    EXPECT_EQ(t.row_band, 1);
     EXPECT_TRUE(t.tickets);
     EXPECT_TRUE(t.nondeterministic);
     EXPECT_TRUE(t.stamps);
@@ -48,6 +48,21 @@ TEST(CudaTuning, OverridesChangeOnlyTheNamedFields) {
     EXPECT_EQ(t.row_prefetch, 396);
     EXPECT_TRUE(table.fixed_steps && table.vector_rows && table.row_skip && table.row_prefetch > 0);
     EXPECT_EQ(t.map_threads, table.map_threads);
+}
+
+TEST(CudaTuning, RowBandsCountRowsAndTheLastOfChunkMajorAndRowMajorWins) {
+    {
+        Env env("rband=4");
+        EXPECT_EQ(choose_tuning(1, 90).row_band, 4);
+    }
+    {
+        Env env("rband=4,cmajor=1");
+        EXPECT_EQ(choose_tuning(1, 90).row_band, 0);  // one band of every row
+    }
+    {
+        Env env("cmajor=1,rband=1");
+        EXPECT_EQ(choose_tuning(1, 90).row_band, 1);  // row-major
+    }
 }
 
 TEST(CudaTuning, FourAndEightByteStatesTakeTheVectorRowsOnSm90Only) {
@@ -116,7 +131,7 @@ TEST(CudaTuning, AnOverrideKeepsTheTablesOtherFields) {
 }
 
 TEST(CudaTuning, MalformedOverridesAreRejectedWithTheExpectedForm) {
-    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "nondet=yes", "stamps=on", "pcopies=33", "prefetch=-1", "prefetch=x", "clanes=12", "clanes=4", "clanes=0", "flanes=4", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "rows=64x8,scitems=2,sitems=4", "scitems=0", "smb=0", "256,16,256"}) {
+    for (const char* bad : {"rows=128", "rows=0x32", "window=48", "speed=9", "mb", "tickets=2", "rgroups=2", "cmajor=x", "rband=-1", "rband=x", "nondet=yes", "stamps=on", "pcopies=33", "prefetch=-1", "prefetch=x", "clanes=12", "clanes=4", "clanes=0", "flanes=4", "fixsteps=2", "vec=on", "rows=64x8,sitems=16", "rows=64x8,scitems=2,sitems=4", "scitems=0", "smb=0", "256,16,256"}) {
         SCOPED_TRACE(bad);
         Env env(bad);
         try {

@@ -110,7 +110,7 @@ const Row kTable[] = {
 [[noreturn]] void bad_tuning(const std::string& env, const std::string& why) {
     throw RuntimeError(cat("SCANC_CUDA_TUNING=`", env, "`: ", why, "; expected comma-separated key=value ",
                            "with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, clanes=8|16|32, flanes=0|8|16|32, cwin=W, mb=N, cmb=N, res=TxI, rmb=N, ",
-                           "rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, skip=0|1, prefetch=N, e.g. rows=128x32,mb=4"));
+                           "rgroups=0|1, cmajor=0|1, rband=N, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1, skip=0|1, prefetch=N, e.g. rows=128x32,mb=4"));
 }
 
 // Applies "key=value,..." to `t`.
@@ -148,7 +148,8 @@ void apply_overrides(Tuning& t, const std::string& env) {
         else if (key == "cmb") t.col_min_blocks = number(value);
         else if (key == "res") pair(t.res_threads, t.res_items);
         else if (key == "rmb") t.res_min_blocks = number(value);
-        else if (key == "cmajor" && (value == "0" || value == "1")) t.chunk_major = value == "1";
+        else if (key == "cmajor" && (value == "0" || value == "1")) t.row_band = value == "1" ? 0 : 1;
+        else if (key == "rband") t.row_band = value == "0" ? 0 : number(value);
         else if (key == "rgroups" && (value == "0" || value == "1")) t.res_groups = value == "1";
         else if (key == "tickets" && (value == "0" || value == "1")) t.tickets = value == "1";
         else if (key == "nondet" && (value == "0" || value == "1")) t.nondeterministic = value == "1";
@@ -178,7 +179,7 @@ std::string Tuning::str() const {
                few_lines_lanes ? cat(" (few lines: ", few_lines_lanes, " lanes)") : "", " w", col_window, ", map ", map_threads, ", min blocks ", min_blocks, "/",
                cols_min_blocks(), ", resident ", res_threads, "x", res_items, " at ", res_min_blocks,
                res_groups ? "" : ", no lane groups",
-               chunk_major ? "" : ", row-major tiles",
+               row_band == 1 ? ", row-major tiles" : row_band ? cat(", tiles in bands of ", row_band, " rows") : "",
                tickets ? ", tickets" : "", nondeterministic ? ", nondeterministic" : "",
                stamps ? ", stamps" : "", fixed_steps ? "" : ", steps as arguments",
                vector_rows ? "" : ", no vector rows", row_skip ? ", window prefixes skip" : "",

@@ -38,8 +38,9 @@ struct Tuning {
     // (0: none). Contiguous inputs only; sm_90's bulk prefetch.
     int row_prefetch = 0;
     // Look-back tiles in chunk-major order (chunk c of every row before chunk c + 1 of any), so
-    // that the rows' look-back chains advance side by side (false: row-major, as a measurement).
-    bool chunk_major = true;
+    // that the rows' look-back chains advance side by side, within bands of row_band rows, one
+    // band after another (0: one band of every row; 1: row-major).
+    int row_band = 0;
     // cols (inner extent > 1): tiles of [col_warps x (32 / lanes) x col_rows steps] x lanes
     // columns, a line being `lanes` columns (8, 16 or 32). A warp reads 32 / lanes runs of steps
     // at once. Narrower lines make taller tiles of the same size, so that fewer of a line's tiles
@@ -98,7 +99,7 @@ struct Tuning {
 // The tuning for a state of `state_words` 32-bit words on compute capability `cc` (90 = sm_90).
 // SCANC_CUDA_TUNING overrides fields of the table's choice, for tuning sweeps: comma-separated
 // key=value with keys rows=TxI, sitems=I, scitems=I, smb=N, window=W, pcopies=C (1-32), cols=WxR, clanes=L, flanes=L|0 (L: 8, 16, 32), cwin=W, mb=N, cmb=N,
-// res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1,
+// res=TxI, rmb=N, rgroups=0|1, cmajor=0|1, rband=N, tickets=0|1, nondet=0|1, stamps=0|1, fixsteps=0|1, vec=0|1,
 // skip=0|1, prefetch=N (e.g. "rows=128x32,mb=4");
 // RuntimeError if it does not parse. `combine_weight` (codegen's combine_weight) at
 // kHeavyCombine or more takes shorter look-back rows tiles.

@@ -108,7 +108,7 @@ private:
              << ", SHARED_ITEMS = " << tuning_.shared_row_items()
              << ", ROW_WINDOW = " << tuning_.row_window
              << ", ROW_PCOPIES = " << tuning_.row_pcopies << ", ROW_PREFETCH = " << tuning_.row_prefetch
-             << ";\n    static constexpr bool ROW_CHUNK_MAJOR = " << (tuning_.chunk_major ? "true" : "false")
+             << ", ROW_BAND = " << tuning_.row_band
              << ";\n    static constexpr int COL_WARPS = " << tuning_.col_warps
              << ", COL_ROWS = " << tuning_.col_rows << ", COL_WINDOW = " << tuning_.col_window << ";\n"
              << "    static constexpr int RES_THREADS = " << tuning_.res_threads << ", RES_ITEMS = " << tuning_.res_items

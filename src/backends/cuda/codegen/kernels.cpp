@@ -230,13 +230,19 @@ template <class K> __device__ __forceinline__ i64 tile_id(const ScanParams& p) {
         return s_tile;
     }
 }
-// A look-back rows tile's row and chunk: chunk-major (ROW_CHUNK_MAJOR: chunk c of every row
-// before chunk c + 1 of any) or row-major.
-template <class K> __device__ __forceinline__ i64 tile_row(const ScanParams& p, i64 tile) {
-    return K::ROW_CHUNK_MAJOR ? tile % p.outer : tile / p.chunks;
-}
-template <class K> __device__ __forceinline__ i64 tile_chunk(const ScanParams& p, i64 tile) {
-    return K::ROW_CHUNK_MAJOR ? tile / p.outer : tile % p.chunks;
+// A look-back rows tile's row and chunk: chunk-major (chunk c of every row before chunk c + 1
+// of any) within bands of ROW_BAND rows taken one after another (0: one band of every row; 1:
+// row-major). The last band may hold fewer rows.
+template <class K> __device__ __forceinline__ void tile_place(const ScanParams& p, i64 tile, i64& row, i64& chunk) {
+    if constexpr (K::ROW_BAND == 0) {
+        row = tile % p.outer, chunk = tile / p.outer;
+    } else if constexpr (K::ROW_BAND == 1) {
+        row = tile / p.chunks, chunk = tile % p.chunks;
+    } else {
+        const i64 first = tile / ((i64)K::ROW_BAND * p.chunks) * K::ROW_BAND;
+        const i64 rows = p.outer - first < K::ROW_BAND ? p.outer - first : K::ROW_BAND, t = tile - first * p.chunks;
+        row = first + t % rows, chunk = t / rows;
+    }
 }
 // L2 prefetch (ROW_PREFETCH > 0, look-back tiles): the inputs of `tile`, which starts about one
 // tile life later, go to L2 now, so DRAM stays busy while resident tiles wait on their look-back
@@ -249,8 +255,10 @@ __device__ __forceinline__ void prefetch_tile(const typename K::Args& a, const S
     const int lane = threadIdx.x % 32;
     if (lane >= K::NIN || tile >= p.outer * p.chunks) return;
     typename K::Ctx x;
-    K::row_base(a, tile_row<K>(p, tile), 0, x);
-    const i64 first = tile_chunk<K>(p, tile) * TILE;
+    i64 row, chunk;
+    tile_place<K>(p, tile, row, chunk);
+    K::row_base(a, row, 0, x);
+    const i64 first = chunk * TILE;
     const i64 last = (first + TILE < p.len ? first + TILE : p.len) - 1;
     #pragma unroll
     for (int j = 0; j < K::NIN; ++j) {  // compile-time j: no local copies of a.in and x.bin
@@ -365,8 +373,8 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
     if constexpr (!SHARED && K::ROW_PREFETCH > 0)
         if (warp == WARPS - 1) prefetch_tile<K, TILE>(a, p, tile + K::ROW_PREFETCH);
     const int wpr = SHARED ? WARPS / (int)p.per_tile : WARPS, seg = SHARED ? warp % wpr : warp;
-    const i64 row = SHARED ? tile * p.per_tile + warp / wpr : tile_row<K>(p, tile);
-    const i64 chunk = SHARED ? 0 : tile_chunk<K>(p, tile);
+    i64 row = tile * p.per_tile + warp / wpr, chunk = 0;
+    if constexpr (!SHARED) tile_place<K>(p, tile, row, chunk);
     const bool live = !SHARED || row < p.outer;
     stamp.start();
     const i64 start = chunk * TILE, end = !live ? 0 : (start + TILE < p.len ? start + TILE : p.len);
