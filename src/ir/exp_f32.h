@@ -2,7 +2,8 @@
 // backend all call this one function, so that `ordered` CPU runs keep the reference's bits.
 // glibc's expf is a call per element; this is straight-line arithmetic that the compiler turns
 // into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
-// contraction, no table lookups). Within 1 ulp of exp (tests/ir/exp_f32_test.cpp).
+// contraction, no table lookups). Within 1 ulp of exp (tests/ir/exp_f32_test.cpp). Ops whose
+// loops stay scalar anyway (softplus and logaddexp call log1p) keep glibc's faster scalar expf.
 #pragma once
 
 #include <bit>

@@ -87,7 +87,7 @@ T logaddexp(T x, T y) {
     if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<T>::quiet_NaN();
     T m = std::max(x, y);
     if (std::isinf(m)) return m;  // +inf dominates; both -inf gives -inf (avoids inf - inf)
-    return m + std::log1p(exp_of(-std::fabs(x - y)));
+    return m + std::log1p(std::exp(-std::fabs(x - y)));
 }
 
 // Comparisons of two numbers of one type (IEEE: NaN compares unequal to everything).
@@ -125,7 +125,7 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Tanh: return out(std::tanh(x));
         case Op::Sigmoid:  // stable on both sides
             return out(x >= 0 ? T(1) / (T(1) + exp_of(-x)) : exp_of(x) / (T(1) + exp_of(x)));
-        case Op::Softplus: return out(x > 0 ? x + std::log1p(exp_of(-x)) : std::log1p(exp_of(x)));
+        case Op::Softplus: return out(x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
         case Op::Sin: return out(std::sin(x));
         case Op::Cos: return out(std::cos(x));
         case Op::Floor: return out(std::floor(x));
