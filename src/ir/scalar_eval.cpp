@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "exp_f32.h"
+#include "f32_math.h"
 #include "half.h"
 
 namespace scanc {
@@ -87,7 +87,7 @@ T logaddexp(T x, T y) {
     if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<T>::quiet_NaN();
     T m = std::max(x, y);
     if (std::isinf(m)) return m;  // +inf dominates; both -inf gives -inf (avoids inf - inf)
-    return m + std::log1p(std::exp(-std::fabs(x - y)));
+    return m + log1p_of(exp_of(-std::fabs(x - y)));
 }
 
 // Comparisons of two numbers of one type (IEEE: NaN compares unequal to everything).
@@ -117,7 +117,7 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Div: return out(x / y);
         case Op::Exp: return out(exp_of(x));
         case Op::Log: return out(std::log(x));
-        case Op::Log1p: return out(std::log1p(x));
+        case Op::Log1p: return out(log1p_of(x));
         case Op::Expm1: return out(std::expm1(x));
         case Op::Sqrt: return out(std::sqrt(x));
         case Op::Rsqrt: return out(T(1) / std::sqrt(x));
@@ -125,7 +125,7 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Tanh: return out(std::tanh(x));
         case Op::Sigmoid:  // stable on both sides
             return out(x >= 0 ? T(1) / (T(1) + exp_of(-x)) : exp_of(x) / (T(1) + exp_of(x)));
-        case Op::Softplus: return out(x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
+        case Op::Softplus: return out(x > 0 ? x + log1p_of(exp_of(-x)) : log1p_of(exp_of(x)));
         case Op::Sin: return out(std::sin(x));
         case Op::Cos: return out(std::cos(x));
         case Op::Floor: return out(std::floor(x));

@@ -1,0 +1,90 @@
+// exp and log1p of an f32, as scanc defines them: the reference executor, constant folding and
+// the CPU backend all call these functions (for exp, log1p, sigmoid, softplus and logaddexp), so
+// `ordered` CPU runs keep the reference's bits. glibc's expf and log1pf are a call per element;
+// these are straight-line arithmetic that the compiler turns into SIMD code in the CPU backend's
+// lane loops, with the same bits at every ISA (no FMA contraction, no table lookups). Each is
+// within 1 ulp (tests/ir/f32_math_test.cpp).
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace scanc {
+
+inline float exp_f32(float x) {
+    // exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]. Inputs
+    // are first clamped to where n fits the two scalings below: exp(89) overflows and exp(-104)
+    // is below half the smallest subnormal, so the clamps change no result. NaN goes to 0 here
+    // (a NaN must not reach the integer conversion) and comes back at the end.
+    float c = x < -104.0f ? -104.0f : x;
+    c = c > 89.0f ? 89.0f : c;
+    c = x != x ? 0.0f : c;
+    // Round to nearest by the 1.5 x 2^23 trick: additions only, the same on every ISA.
+    constexpr float kRound = 12582912.0f;
+    const float n = (c * 1.44269504088896341f + kRound) - kRound;
+    // ln 2 in two parts (Cody-Waite): n * hi is exact (hi has 9 significant bits, |n| <= 150).
+    const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
+    // exp(r) = 1 + r + r^2 p(r) (Cephes' expf coefficients).
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float y = (p * (r * r) + r) + 1.0f;
+    // 2^n as two normal powers of two (n in [-150, 128]): y 2^n1 is exact, the second product
+    // rounds once, to a subnormal, zero or infinity where the result is one.
+    const std::int32_t ni = static_cast<std::int32_t>(n), n1 = ni / 2, n2 = ni - n1;
+    const float s1 = std::bit_cast<float>(static_cast<std::uint32_t>(n1 + 127) << 23);
+    const float s2 = std::bit_cast<float>(static_cast<std::uint32_t>(n2 + 127) << 23);
+    const float e = (y * s1) * s2;
+    return x != x ? x : e;
+}
+
+// log(1 + x) of an f32, as scanc defines it (shared like exp_f32, and for the same reason): u =
+// 1 + x = 2^k m with m in [sqrt(2)/2, sqrt(2)), log(m) = 2 atanh(f / (2 + f)), f = m - 1, by a
+// degree-8 odd polynomial in s = f / (2 + f) (musl's log1pf and its coefficients), plus the
+// rounding error of 1 + x as a correction c / u. Every path is computed and the right one
+// selected, so the lane loops run it in SIMD registers. Within 1 ulp of log1p.
+inline float log1p_f32(float x) {
+    const std::uint32_t ix = std::bit_cast<std::uint32_t>(x);
+    // 1 + x rounds: k and m from its bits, and the correction for what the rounding lost.
+    const float u = 1.0f + x;
+    const std::uint32_t iu = std::bit_cast<std::uint32_t>(u) + (0x3f800000u - 0x3f3504f3u);
+    const std::int32_t ku = static_cast<std::int32_t>(iu >> 23) - 0x7f;
+    float c = ku >= 2 ? 1.0f - (u - x) : x - (u - 1.0f);
+    c = ku < 25 ? c / u : 0.0f;
+    const float fu = std::bit_cast<float>((iu & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+    // 1 + x within [sqrt(2)/2, sqrt(2)): x itself is f, exactly (k = 0, no correction).
+    const bool near = x > -0.29289323f && x < 0.41421357f;
+    const float f = near ? x : fu;
+    const float k = near ? 0.0f : static_cast<float>(ku);
+    c = near ? 0.0f : c;
+    const float s = f / (2.0f + f), z = s * s, w = z * z;
+    const float t1 = w * (0.40000972152f + w * 0.24279078841f);
+    const float t2 = z * (0.66666662693f + w * 0.28498786688f);
+    const float hfsq = 0.5f * f * f;
+    const float r = (((s * (hfsq + (t2 + t1)) + (k * 9.0580006145e-06f + c)) - hfsq) + f) + k * 6.9313812256e-01f;
+    // |x| < 2^-24: x (1 + x rounds to 1). x = -1: -inf; x < -1 or NaN: NaN; x = inf: inf.
+    const float tiny = (ix & 0x7fffffffu) < 0x33800000u ? x : r;
+    const float low = x == -1.0f ? -INFINITY : x < -1.0f ? NAN : tiny;
+    return x != x || x == INFINITY ? x : low;
+}
+
+// exp at the compute dtype T: scanc's for f32, the C library's for f64.
+template <typename T>
+inline T exp_of(T x) {
+    if constexpr (std::is_same_v<T, float>) return exp_f32(x);
+    else return std::exp(x);
+}
+
+// log1p at the compute dtype T: scanc's for f32, the C library's for f64.
+template <typename T>
+inline T log1p_of(T x) {
+    if constexpr (std::is_same_v<T, float>) return log1p_f32(x);
+    else return std::log1p(x);
+}
+
+}  // namespace scanc

@@ -1,0 +1,102 @@
+// scanc's f32 exp and log1p (src/ir/f32_math.h), which the reference executor and the CPU
+// backend share, against the C library's f64 functions rounded to f32.
+#include "../../src/ir/f32_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+
+namespace scanc {
+namespace {
+
+// Distance in units in the last place between two finite or infinite floats.
+std::int64_t ulps_apart(float a, float b) {
+    auto ordered = [](float f) {
+        std::int32_t i;
+        std::memcpy(&i, &f, 4);
+        return i < 0 ? std::int64_t{INT32_MIN} - i : std::int64_t{i};
+    };
+    return std::llabs(ordered(a) - ordered(b));
+}
+
+float exp_rounded(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
+float log1p_rounded(float x) { return static_cast<float>(std::log1p(static_cast<double>(x))); }
+
+// The largest distance in ulps of f(x) from ref(x) over every 4099th bit pattern (about a
+// million floats of either sign, all exponents, NaNs left out) and every float within 64 ulps
+// of each of `edges`; `worst_at` receives where it was.
+template <typename F, typename R>
+std::int64_t worst_ulps(F f, R ref, std::initializer_list<float> edges, float& worst_at) {
+    std::int64_t worst = 0;
+    auto check = [&](float x) {
+        float a = f(x), b = ref(x);
+        std::int64_t d = std::isnan(a) && std::isnan(b) ? 0 : std::isnan(a) || std::isnan(b) ? INT32_MAX : ulps_apart(a, b);
+        if (d > worst) worst = d, worst_at = x;
+    };
+    for (std::uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4099) {
+        float x;
+        std::uint32_t bits = static_cast<std::uint32_t>(u);
+        std::memcpy(&x, &bits, 4);
+        if (!std::isnan(x)) check(x);
+    }
+    for (float edge : edges) {
+        float x = edge;
+        for (int k = 0; k < 64; ++k) x = std::nextafter(x, -INFINITY);
+        for (int k = 0; k < 128; ++k, x = std::nextafter(x, INFINITY)) check(x);
+    }
+    return worst;
+}
+
+TEST(ExpF32, IsWithinOneUlpOfExpAcrossEveryBinade) {
+    // Edges: overflow, the smallest normal result, the smallest subnormal, and zero.
+    float at = 0;
+    EXPECT_LE(worst_ulps(exp_f32, exp_rounded, {88.7228394f, -87.3365479f, -103.278931f, -103.972084f}, at), 1)
+        << "at " << at;
+}
+
+TEST(Log1pF32, IsWithinOneUlpOfLog1pAcrossEveryBinade) {
+    // Edges: -1, where 1 + x leaves [sqrt(2)/2, sqrt(2)) on either side, 2^-24 (below it the
+    // result is x), and 1 (where 1 + x starts to round).
+    float at = 0;
+    EXPECT_LE(worst_ulps(log1p_f32, log1p_rounded, {-1.0f, -0.29289323f, 0.41421357f, 5.96046448e-8f, 1.0f}, at), 1)
+        << "at " << at;
+}
+
+TEST(Log1pF32, GivesTheSpecialValuesOfLog1p) {
+    EXPECT_EQ(log1p_f32(0.0f), 0.0f);
+    EXPECT_TRUE(std::signbit(log1p_f32(-0.0f)));
+    EXPECT_EQ(log1p_f32(1e-30f), 1e-30f);
+    EXPECT_EQ(log1p_f32(std::numeric_limits<float>::denorm_min()), std::numeric_limits<float>::denorm_min());
+    EXPECT_EQ(log1p_f32(-1.0f), -INFINITY);
+    EXPECT_TRUE(std::isnan(log1p_f32(-1.5f)));
+    EXPECT_TRUE(std::isnan(log1p_f32(-INFINITY)));
+    EXPECT_TRUE(std::isnan(log1p_f32(std::numeric_limits<float>::quiet_NaN())));
+    EXPECT_EQ(log1p_f32(INFINITY), INFINITY);
+    EXPECT_EQ(log1p_f32(std::numeric_limits<float>::max()), log1p_rounded(std::numeric_limits<float>::max()));
+}
+
+TEST(ExpF32, GivesTheSpecialValuesOfExp) {
+    EXPECT_EQ(exp_f32(0.0f), 1.0f);
+    EXPECT_EQ(exp_f32(-0.0f), 1.0f);
+    EXPECT_EQ(exp_f32(INFINITY), INFINITY);
+    EXPECT_EQ(exp_f32(-INFINITY), 0.0f);
+    EXPECT_TRUE(std::isnan(exp_f32(std::numeric_limits<float>::quiet_NaN())));
+    EXPECT_EQ(exp_f32(89.0f), INFINITY);               // past ln(FLT_MAX) = 88.72284
+    EXPECT_EQ(exp_f32(88.72283f), exp_rounded(88.72283f));  // just below: the largest finite results
+    EXPECT_EQ(exp_f32(-103.28f), std::numeric_limits<float>::denorm_min());
+    EXPECT_EQ(exp_f32(-104.0f), 0.0f);
+    EXPECT_EQ(exp_f32(-1000.0f), 0.0f);
+    EXPECT_EQ(exp_f32(1000.0f), INFINITY);
+}
+
+TEST(ExpF32, F64LeavesExpAndLog1pToTheCLibrary) {
+    for (double x : {-700.0, -1.5, 0.25, 1.0, 3.0, 709.0}) EXPECT_EQ(exp_of(x), std::exp(x));
+    for (double x : {-0.75, 1e-300, 0.25, 1.0, 1e300}) EXPECT_EQ(log1p_of(x), std::log1p(x));
+}
+
+}  // namespace
+}  // namespace scanc
