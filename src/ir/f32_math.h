@@ -44,8 +44,8 @@ inline float exp_f32(float x) {
 }
 
 // log(1 + x) of an f32, as scanc defines it (shared like exp_f32, and for the same reason): u =
-// 1 + x = 2^k m with m in [sqrt(2)/2, sqrt(2)), log(m) = 2 atanh(f / (2 + f)), f = m - 1, by a
-// degree-8 odd polynomial in s = f / (2 + f) (musl's log1pf and its coefficients), plus the
+// 1 + x = 2^k m with m in [sqrt(2)/2, sqrt(2)), log(m) = 2 atanh(s), s = f / (2 + f), f = m - 1,
+// by a degree-4 polynomial in s^2 (musl's log1pf and its coefficients), plus the
 // rounding error of 1 + x as a correction c / u. Every path is computed and the right one
 // selected, so the lane loops run it in SIMD registers. Within 1 ulp of log1p.
 inline float log1p_f32(float x) {
