@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "f32_math.h"
+#include "float_math.h"
 #include "half.h"
 
 namespace scanc {
@@ -82,14 +82,6 @@ DType unified(ScalarType a, ScalarType b) {
     return a.weak ? b.dtype : a.dtype;
 }
 
-template <typename T>
-T logaddexp(T x, T y) {
-    if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<T>::quiet_NaN();
-    T m = std::max(x, y);
-    if (std::isinf(m)) return m;  // +inf dominates; both -inf gives -inf (avoids inf - inf)
-    return m + log1p_of(exp_of(-std::fabs(x - y)));
-}
-
 // Comparisons of two numbers of one type (IEEE: NaN compares unequal to everything).
 template <typename T>
 Scalar compare(Op op, T x, T y) {
@@ -123,9 +115,8 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Rsqrt: return out(T(1) / std::sqrt(x));
         case Op::Abs: return out(std::fabs(x));
         case Op::Tanh: return out(std::tanh(x));
-        case Op::Sigmoid:  // stable on both sides
-            return out(x >= 0 ? T(1) / (T(1) + exp_of(-x)) : exp_of(x) / (T(1) + exp_of(x)));
-        case Op::Softplus: return out(x > 0 ? x + log1p_of(exp_of(-x)) : log1p_of(exp_of(x)));
+        case Op::Sigmoid: return out(sigmoid_of(x));
+        case Op::Softplus: return out(softplus_of(x));
         case Op::Sin: return out(std::sin(x));
         case Op::Cos: return out(std::cos(x));
         case Op::Floor: return out(std::floor(x));
@@ -133,7 +124,7 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Pow: return out(std::pow(x, y));
         case Op::Min: return out(std::isnan(x) ? x : std::isnan(y) ? y : std::min(x, y));
         case Op::Max: return out(std::isnan(x) ? x : std::isnan(y) ? y : std::max(x, y));
-        case Op::LogAddExp: return out(logaddexp(x, y));
+        case Op::LogAddExp: return out(logaddexp_of(x, y));
         default: internal_error(cat("`", op_info(op).spelling, "` on floats"));
     }
 }

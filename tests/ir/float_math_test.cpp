@@ -1,6 +1,6 @@
-// scanc's f32 exp and log1p (src/ir/f32_math.h), which the reference executor and the CPU
+// scanc's f32 exp and log1p (src/ir/float_math.h), which the reference executor and the CPU
 // backend share, against the C library's f64 functions rounded to f32.
-#include "../../src/ir/f32_math.h"
+#include "../../src/ir/float_math.h"
 
 #include <gtest/gtest.h>
 

@@ -1,14 +1,15 @@
-// exp and log1p of an f32, as scanc defines them: the reference executor, constant folding and
-// the CPU backend all call these functions (for exp, log1p, sigmoid, softplus and logaddexp), so
-// `ordered` CPU runs keep the reference's bits. glibc's expf and log1pf are a call per element;
-// these are straight-line arithmetic that the compiler turns into SIMD code in the CPU backend's
-// lane loops, with the same bits at every ISA (no FMA contraction, no table lookups). Each is
-// within 1 ulp (tests/ir/f32_math_test.cpp).
+// Float functions as scanc defines them, shared by the reference executor, constant folding and
+// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp and log1p of an
+// f32, and the formulas built on them (sigmoid, softplus, logaddexp). glibc's expf and log1pf
+// are a call per element; exp_f32 and log1p_f32 are straight-line arithmetic that the compiler
+// turns into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
+// contraction, no table lookups). Each is within 1 ulp (tests/ir/float_math_test.cpp).
 #pragma once
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace scanc {
@@ -85,6 +86,27 @@ template <typename T>
 inline T log1p_of(T x) {
     if constexpr (std::is_same_v<T, float>) return log1p_f32(x);
     else return std::log1p(x);
+}
+
+// The logistic function, stable on both sides.
+template <typename T>
+inline T sigmoid_of(T x) {
+    return x >= T(0) ? T(1) / (T(1) + exp_of(-x)) : exp_of(x) / (T(1) + exp_of(x));
+}
+
+// log(1 + exp(x)), stable on both sides.
+template <typename T>
+inline T softplus_of(T x) {
+    return x > T(0) ? x + log1p_of(exp_of(-x)) : log1p_of(exp_of(x));
+}
+
+// log(exp(a) + exp(b)): NaN if either is; +inf dominates, and both -inf give -inf (no inf - inf).
+template <typename T>
+inline T logaddexp_of(T a, T b) {
+    if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    T m = a < b ? b : a;
+    if (std::isinf(m)) return m;
+    return m + log1p_of(exp_of(-std::fabs(a - b)));
 }
 
 }  // namespace scanc
