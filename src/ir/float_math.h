@@ -1,7 +1,7 @@
 // Float functions as scanc defines them, shared by the reference executor, constant folding and
-// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp and log1p of an
-// f32, and the formulas built on them (sigmoid, softplus, logaddexp). glibc's expf and log1pf
-// are a call per element; exp_f32 and log1p_f32 are straight-line arithmetic that the compiler
+// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log and log1p of
+// an f32, and the formulas built on them (sigmoid, softplus, logaddexp). glibc's are a call per
+// element; exp_f32, log_f32 and log1p_f32 are straight-line arithmetic that the compiler
 // turns into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
 // contraction, no table lookups). Each is within 1 ulp (tests/ir/float_math_test.cpp).
 #pragma once
@@ -44,30 +44,50 @@ inline float exp_f32(float x) {
     return x != x ? x : e;
 }
 
-// log(1 + x) of an f32, as scanc defines it (shared like exp_f32, and for the same reason): u =
-// 1 + x = 2^k m with m in [sqrt(2)/2, sqrt(2)), log(m) = 2 atanh(s), s = f / (2 + f), f = m - 1,
-// by a degree-4 polynomial in s^2 (musl's log1pf and its coefficients), plus the
-// rounding error of 1 + x as a correction c / u. Every path is computed and the right one
-// selected, so the lane loops run it in SIMD registers. Within 1 ulp of log1p.
-inline float log1p_f32(float x) {
-    const std::uint32_t ix = std::bit_cast<std::uint32_t>(x);
-    // 1 + x rounds: k and m from its bits, and the correction for what the rounding lost.
-    const float u = 1.0f + x;
-    const std::uint32_t iu = std::bit_cast<std::uint32_t>(u) + (0x3f800000u - 0x3f3504f3u);
-    const std::int32_t ku = static_cast<std::int32_t>(iu >> 23) - 0x7f;
-    float c = ku >= 2 ? 1.0f - (u - x) : x - (u - 1.0f);
-    c = ku < 25 ? c / u : 0.0f;
-    const float fu = std::bit_cast<float>((iu & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
-    // 1 + x within [sqrt(2)/2, sqrt(2)): x itself is f, exactly (k = 0, no correction).
-    const bool near = x > -0.29289323f && x < 0.41421357f;
-    const float f = near ? x : fu;
-    const float k = near ? 0.0f : static_cast<float>(ku);
-    c = near ? 0.0f : c;
+// log(2^k (1 + f)) + c for f in [sqrt(2)/2 - 1, sqrt(2) - 1): log(1 + f) = 2 atanh(s), s = f /
+// (2 + f), by a degree-4 polynomial in s^2 (musl's logf and log1pf and their coefficients).
+inline float log_reduced(float f, float k, float c) {
     const float s = f / (2.0f + f), z = s * s, w = z * z;
     const float t1 = w * (0.40000972152f + w * 0.24279078841f);
     const float t2 = z * (0.66666662693f + w * 0.28498786688f);
     const float hfsq = 0.5f * f * f;
-    const float r = (((s * (hfsq + (t2 + t1)) + (k * 9.0580006145e-06f + c)) - hfsq) + f) + k * 6.9313812256e-01f;
+    return (((s * (hfsq + (t2 + t1)) + (k * 9.0580006145e-06f + c)) - hfsq) + f) + k * 6.9313812256e-01f;
+}
+
+// The exponent k and the f of log_reduced of a positive normal float's bits: 2^k (1 + f).
+inline void split_log(std::uint32_t bits, std::int32_t& k, float& f) {
+    const std::uint32_t i = bits + (0x3f800000u - 0x3f3504f3u);
+    k = static_cast<std::int32_t>(i >> 23) - 0x7f;
+    f = std::bit_cast<float>((i & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+}
+
+// log of an f32 (shared like exp_f32). Subnormals are scaled by 2^23 first. Every path is
+// computed and the right one selected. Within 1 ulp of log.
+inline float log_f32(float x) {
+    const bool sub = x < 1.17549435e-38f;
+    std::int32_t k;
+    float f;
+    split_log(std::bit_cast<std::uint32_t>(sub ? x * 8388608.0f : x), k, f);
+    const float r = log_reduced(f, static_cast<float>(sub ? k - 23 : k), 0.0f);
+    // 0: -inf; below 0 or NaN: NaN; inf: inf.
+    const float low = x == 0.0f ? -INFINITY : x < 0.0f ? NAN : r;
+    return x != x || x == INFINITY ? x : low;
+}
+
+// log(1 + x) of an f32 (shared like exp_f32): log_reduced of u = 1 + x, plus the rounding error
+// of 1 + x as a correction c / u. Every path is computed and the right one selected. Within 1
+// ulp of log1p.
+inline float log1p_f32(float x) {
+    const std::uint32_t ix = std::bit_cast<std::uint32_t>(x);
+    const float u = 1.0f + x;
+    std::int32_t ku;
+    float fu;
+    split_log(std::bit_cast<std::uint32_t>(u), ku, fu);
+    float c = ku >= 2 ? 1.0f - (u - x) : x - (u - 1.0f);
+    c = ku < 25 ? c / u : 0.0f;
+    // 1 + x within [sqrt(2)/2, sqrt(2)): x itself is f, exactly (k = 0, no correction).
+    const bool near = x > -0.29289323f && x < 0.41421357f;
+    const float r = log_reduced(near ? x : fu, near ? 0.0f : static_cast<float>(ku), near ? 0.0f : c);
     // |x| < 2^-24: x (1 + x rounds to 1). x = -1: -inf; x < -1 or NaN: NaN; x = inf: inf.
     const float tiny = (ix & 0x7fffffffu) < 0x33800000u ? x : r;
     const float low = x == -1.0f ? -INFINITY : x < -1.0f ? NAN : tiny;
@@ -79,6 +99,13 @@ template <typename T>
 inline T exp_of(T x) {
     if constexpr (std::is_same_v<T, float>) return exp_f32(x);
     else return std::exp(x);
+}
+
+// log at the compute dtype T: scanc's for f32, the C library's for f64.
+template <typename T>
+inline T log_of(T x) {
+    if constexpr (std::is_same_v<T, float>) return log_f32(x);
+    else return std::log(x);
 }
 
 // log1p at the compute dtype T: scanc's for f32, the C library's for f64.

@@ -108,7 +108,7 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Mul: return out(x * y);
         case Op::Div: return out(x / y);
         case Op::Exp: return out(exp_of(x));
-        case Op::Log: return out(std::log(x));
+        case Op::Log: return out(log_of(x));
         case Op::Log1p: return out(log1p_of(x));
         case Op::Expm1: return out(std::expm1(x));
         case Op::Sqrt: return out(std::sqrt(x));

@@ -1,4 +1,4 @@
-// scanc's f32 exp and log1p (src/ir/float_math.h), which the reference executor and the CPU
+// scanc's f32 exp, log and log1p (src/ir/float_math.h), which the reference executor and the CPU
 // backend share, against the C library's f64 functions rounded to f32.
 #include "../../src/ir/float_math.h"
 
@@ -24,6 +24,7 @@ std::int64_t ulps_apart(float a, float b) {
 }
 
 float exp_rounded(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
+float log_rounded(float x) { return static_cast<float>(std::log(static_cast<double>(x))); }
 float log1p_rounded(float x) { return static_cast<float>(std::log1p(static_cast<double>(x))); }
 
 // The largest distance in ulps of f(x) from ref(x) over every 4099th bit pattern (about a
@@ -56,6 +57,25 @@ TEST(ExpF32, IsWithinOneUlpOfExpAcrossEveryBinade) {
     float at = 0;
     EXPECT_LE(worst_ulps(exp_f32, exp_rounded, {88.7228394f, -87.3365479f, -103.278931f, -103.972084f}, at), 1)
         << "at " << at;
+}
+
+TEST(LogF32, IsWithinOneUlpOfLogAcrossEveryBinade) {
+    // Edges: the smallest normal (below it the input is scaled first), 1, sqrt(2) (where the
+    // reduced argument wraps) and the largest float.
+    float at = 0;
+    EXPECT_LE(worst_ulps(log_f32, log_rounded, {1.17549435e-38f, 1.0f, 1.41421356f, 3.40282347e38f}, at), 1)
+        << "at " << at;
+}
+
+TEST(LogF32, GivesTheSpecialValuesOfLog) {
+    EXPECT_EQ(log_f32(1.0f), 0.0f);
+    EXPECT_EQ(log_f32(0.0f), -INFINITY);
+    EXPECT_EQ(log_f32(-0.0f), -INFINITY);
+    EXPECT_TRUE(std::isnan(log_f32(-1.0f)));
+    EXPECT_TRUE(std::isnan(log_f32(-INFINITY)));
+    EXPECT_TRUE(std::isnan(log_f32(std::numeric_limits<float>::quiet_NaN())));
+    EXPECT_EQ(log_f32(INFINITY), INFINITY);
+    EXPECT_EQ(log_f32(std::numeric_limits<float>::denorm_min()), log_rounded(std::numeric_limits<float>::denorm_min()));
 }
 
 TEST(Log1pF32, IsWithinOneUlpOfLog1pAcrossEveryBinade) {
@@ -93,8 +113,9 @@ TEST(ExpF32, GivesTheSpecialValuesOfExp) {
     EXPECT_EQ(exp_f32(1000.0f), INFINITY);
 }
 
-TEST(ExpF32, F64LeavesExpAndLog1pToTheCLibrary) {
+TEST(ExpF32, F64LeavesExpLogAndLog1pToTheCLibrary) {
     for (double x : {-700.0, -1.5, 0.25, 1.0, 3.0, 709.0}) EXPECT_EQ(exp_of(x), std::exp(x));
+    for (double x : {1e-310, 0.25, 1.0, 3.0, 1e300}) EXPECT_EQ(log_of(x), std::log(x));
     for (double x : {-0.75, 1e-300, 0.25, 1.0, 1e300}) EXPECT_EQ(log1p_of(x), std::log1p(x));
 }
 
