@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 namespace scanc {
 
@@ -94,26 +93,13 @@ inline float log1p_f32(float x) {
     return x != x || x == INFINITY ? x : low;
 }
 
-// exp at the compute dtype T: scanc's for f32, the C library's for f64.
-template <typename T>
-inline T exp_of(T x) {
-    if constexpr (std::is_same_v<T, float>) return exp_f32(x);
-    else return std::exp(x);
-}
-
-// log at the compute dtype T: scanc's for f32, the C library's for f64.
-template <typename T>
-inline T log_of(T x) {
-    if constexpr (std::is_same_v<T, float>) return log_f32(x);
-    else return std::log(x);
-}
-
-// log1p at the compute dtype T: scanc's for f32, the C library's for f64.
-template <typename T>
-inline T log1p_of(T x) {
-    if constexpr (std::is_same_v<T, float>) return log1p_f32(x);
-    else return std::log1p(x);
-}
+// At the compute dtype: scanc's functions for f32, the C library's for f64.
+inline float exp_of(float x) { return exp_f32(x); }
+inline double exp_of(double x) { return std::exp(x); }
+inline float log_of(float x) { return log_f32(x); }
+inline double log_of(double x) { return std::log(x); }
+inline float log1p_of(float x) { return log1p_f32(x); }
+inline double log1p_of(double x) { return std::log1p(x); }
 
 // The logistic function, stable on both sides.
 template <typename T>
