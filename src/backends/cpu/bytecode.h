@@ -124,9 +124,14 @@ TransposeFn transpose_avx2();
 // A one-op combine run step after step: for each of `lanes` lanes, acc = carry[l], then for
 // each step j, acc = op(acc, x_j[l]) (op(x_j[l], acc) when `x_left`) and out_j[l] = acc. Rows
 // x_j and out_j are `xs` / `os` bytes apart. For groups of few lanes (an ordered 1-D scan is
-// one), where a dispatch per step would cost far more than the op.
+// one), where a dispatch per step would cost far more than the op, and for rows of many lanes
+// contiguous in memory (a scan along a strided dim), read kRowsAtOnce rows per pass. `stream`:
+// rows of many lanes go out with streaming stores (unfenced, as SerialBlockFn's).
 using SerialFn = void (*)(const std::byte* carry, const std::byte* x, std::ptrdiff_t xs,
-                          std::byte* out, std::ptrdiff_t os, int steps, int lanes, bool x_left);
+                          std::byte* out, std::ptrdiff_t os, int steps, int lanes, bool x_left,
+                          bool stream);
+// Lanes from which SerialFn reads rows kRowsAtOnce at a time (fewer: lane by lane).
+inline constexpr int kRowsLanes = 64;
 // nullptr when `key` (a Binary op) has no serial form.
 SerialFn lookup_serial(const OpKey& key);
 SerialFn lookup_serial_baseline(const OpKey& key);
