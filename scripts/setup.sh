@@ -13,7 +13,7 @@ scanc_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 scanc_apt_packages=(
     ninja-build g++ git
     libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-    libonnx-dev libprotobuf-dev protobuf-compiler
+    libonnx-dev libprotobuf-dev protobuf-compiler libxbyak-dev
 )
 # Python packages: pip name and the version wanted ("" = any).
 scanc_pip_packages=(

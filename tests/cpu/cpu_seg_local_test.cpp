@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "cpu_test_util.h"
 #include "plan.h"
@@ -94,46 +95,66 @@ TEST(CpuSegLocal, FloatArithmeticCombinesTakeRegistersAndOtherStagesKeepWorker) 
     EXPECT_FALSE(takes_registers(with_lse, DType::F32));  // logaddexp: not one of its ops
 }
 
-// Phase 1 of one piece of `lanes` x `steps` by Worker::run(Mode::Local) and by SegLocal.
-void expect_same_local_scans(const CombineRef& f, int lanes, int steps, std::mt19937_64& rng) {
-    cpu::Plan plan = cpu::make_plan(*program_of(f, DType::F32, 1));
-    const cpu::StageCode& code = plan.stages.at(0).code;
-    std::int64_t n = std::int64_t{lanes} * steps;
+// One piece of `lanes` x `steps` of one line of f32 special values, and two places for its
+// local scans and lane totals.
+struct OnePiece {
+    OnePiece(const CombineRef& f, int lanes, int steps, std::mt19937_64& rng)
+        : leaves(f->num_leaves()), lanes(lanes), n(std::int64_t{lanes} * steps),
+          plan(cpu::make_plan(*program_of(f, DType::F32, 1))), code(plan.stages.at(0).code),
+          pc{lanes, 0, steps}, what(cat(f->name, " ", lanes, " lanes x ", steps, " steps")) {
+        for (int i = 0; i < leaves; ++i) {
+            ins.push_back(Tensor::empty(DType::F32, {n}));
+            fill_special(ins.back(), rng);
+            outs.push_back(Tensor::empty(DType::F32, {n}));
+        }
+        L = line_layout(code, ins, outs, false);
+        L.width = lanes;
+        for (int s = 0; s < 2; ++s) {
+            scans.push_back(std::make_unique<cpu::LocalScans>(code, L, 1));
+            scans.back()->cover(0, n);
+            totals[s] = cpu::LaneValues{leaves, {}, {}};
+            totals[s].resize(lanes);
+        }
+    }
+    // Local scans and totals 0 and 1 equal bit for bit (NaN where the other has NaN).
+    void expect_same() const {
+        for (int k = 0; k < leaves; ++k) {
+            const auto* x = reinterpret_cast<const std::uint32_t*>(scans[0]->bases()[k]);
+            const auto* y = reinterpret_cast<const std::uint32_t*>(scans[1]->bases()[k]);
+            std::int64_t differ = 0;
+            for (std::int64_t i = 0; i < n; ++i) differ += !same_value(x[i], y[i]);
+            EXPECT_EQ(differ, 0) << what << " leaf " << k;
+        }
+        for (std::size_t i = 0; i < totals[0].v.size(); ++i)
+            EXPECT_TRUE(same_value(static_cast<std::uint32_t>(totals[0].v[i]),
+                                   static_cast<std::uint32_t>(totals[1].v[i])))
+                << what << " total " << i;
+    }
+
+    int leaves, lanes;
+    std::int64_t n;
+    cpu::Plan plan;
+    const cpu::StageCode& code;
+    cpu::Piece pc;
+    std::string what;
     std::vector<Tensor> ins, outs;
-    for (int i = 0; i < f->num_leaves(); ++i) {
-        ins.push_back(Tensor::empty(DType::F32, {n}));
-        fill_special(ins.back(), rng);
-        outs.push_back(Tensor::empty(DType::F32, {n}));
-    }
-    cpu::Layout L = line_layout(code, ins, outs, false);
-    L.width = lanes;
-    cpu::Piece pc{lanes, 0, steps};
-    cpu::LocalScans worker_local(code, L, 1), seg_local(code, L, 1);
-    worker_local.cover(0, n);
-    seg_local.cover(0, n);
-    cpu::LaneValues worker_totals{f->num_leaves(), {}, {}}, seg_totals{f->num_leaves(), {}, {}};
-    worker_totals.resize(lanes);
-    seg_totals.resize(lanes);
-    cpu::Worker w(code, L, lanes);
+    cpu::Layout L;
+    std::vector<std::unique_ptr<cpu::LocalScans>> scans;
+    cpu::LaneValues totals[2];
+};
+
+// Phase 1 of one piece by Worker::run(Mode::Local) and by SegLocal.
+void expect_same_local_scans(const CombineRef& f, int lanes, int steps, std::mt19937_64& rng) {
+    OnePiece p(f, lanes, steps, rng);
+    cpu::Worker w(p.code, p.L, lanes);
     w.set_lanes(lanes, [](int) { return 0; }, [&](int l) { return std::int64_t{l} * steps; });
-    w.set_local(worker_local.bases(), worker_local.origin(), 1);
+    w.set_local(p.scans[0]->bases(), p.scans[0]->origin(), 1);
     w.run(steps, cpu::Mode::Local);
-    for (int l = 0; l < lanes; ++l) w.read_carry(l, worker_totals.at(l));
-    cpu::SegLocal seg(code, L, 1);
-    ASSERT_TRUE(seg.usable(pc));
-    seg.run(0, pc, seg_local, seg_totals, 0);
-    std::string what = cat(f->name, " ", lanes, " lanes x ", steps, " steps");
-    for (int k = 0; k < f->num_leaves(); ++k) {
-        const auto* x = reinterpret_cast<const std::uint32_t*>(worker_local.bases()[k]);
-        const auto* y = reinterpret_cast<const std::uint32_t*>(seg_local.bases()[k]);
-        std::int64_t differ = 0;
-        for (std::int64_t i = 0; i < n; ++i) differ += !same_value(x[i], y[i]);
-        EXPECT_EQ(differ, 0) << what << " leaf " << k;
-    }
-    for (std::size_t i = 0; i < worker_totals.v.size(); ++i)
-        EXPECT_TRUE(same_value(static_cast<std::uint32_t>(worker_totals.v[i]),
-                               static_cast<std::uint32_t>(seg_totals.v[i])))
-            << what << " total " << i;
+    for (int l = 0; l < lanes; ++l) w.read_carry(l, p.totals[0].at(l));
+    cpu::SegLocal seg(p.code, p.L, 1);
+    ASSERT_TRUE(seg.usable(p.pc));
+    seg.run(0, p.pc, *p.scans[1], p.totals[1], 0);
+    p.expect_same();
 }
 
 TEST(CpuSegLocal, LocalScansAndTotalsEqualWorkersBitForBitWithSpecialValues) {
@@ -168,6 +189,40 @@ TEST(CpuSegLocal, ScansThroughRegistersAreExactForAwkwardLengthsLinesAndThreadCo
             expect_bitwise(program_of(f, DType::F32, rank), in,
                            cat(f->name, " ", sizes.front(), "x", sizes.back()), {1, 2, 3, 5});
         }
+}
+
+// Every op the register kernels know, on four leaves: a product, a multiply-add, an add of a
+// product, max, a division by a constant, min and a subtraction, and a leaf copied through.
+// (Only the same ops in the same order matter here, not associativity.)
+CombineRef every_op_combine() {
+    return trace_combine("every_op", 4, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], l[1] * r[0] + r[1], max(r[2] + l[2] * r[0], l[2]) / 2.0 - min(l[2], r[2]), r[3]};
+    });
+}
+
+// Phase 1 of one piece through the combine compiled to machine code and interpreted.
+void expect_compiled_like_interpreted(const CombineRef& f, int lanes, int steps, std::mt19937_64& rng) {
+    OnePiece p(f, lanes, steps, rng);
+    cpu::SegLocal compiled(p.code, p.L, 1, /*compile=*/true), interpreted(p.code, p.L, 1, /*compile=*/false);
+    ASSERT_TRUE(compiled.compiled()) << f->name;
+    ASSERT_FALSE(interpreted.compiled());
+    compiled.run(0, p.pc, *p.scans[0], p.totals[0], 0);
+    interpreted.run(0, p.pc, *p.scans[1], p.totals[1], 0);
+    p.expect_same();
+}
+
+// Where the build has Xbyak (scripts/setup.sh installs it), every combine the register kernels
+// take compiles, and its machine code gives the interpreter's bits: 64, 32 and 8 lanes a pass,
+// 8 and 16 steps (the AVX2 and AVX-512 kernels), infinities, NaN, signed zeros, subnormals.
+TEST(CpuSegLocal, CombinesCompiledToMachineCodeGiveTheInterpretersBits) {
+    if (!cpu::mem_fns().seg_local) GTEST_SKIP() << "no AVX2";
+    if (!cpu::seg_jit_built()) GTEST_SKIP() << "built without Xbyak";
+    std::mt19937_64 rng(133);
+    for (int lanes : {8, 40, 64, 136})
+        for (int steps : {8, 16, 752})
+            for (const CombineRef& f : {affine_combine(), three_leaves_combine(), affine_max_combine(),
+                                        max_min_combine(), integer_literals_combine(), every_op_combine()})
+                expect_compiled_like_interpreted(f, lanes, steps, rng);
 }
 
 }  // namespace

@@ -169,12 +169,30 @@ struct SegOp {
     Kind kind;
     short dst, a, b, c;  // registers; MulAdd: a * b + c, AddMul: c + a * b
 };
+// `steps` steps of a SegProgram's combine for G vectors of W lanes, as machine code (seg_jit.h):
+// in[k][j][g] is step j's element (leaf k, group g), out[k][j][g] the carry it combines with
+// and out[k][j + 1][g] the carry it writes; `in` and `out` point at step 0 of leaf 0, leaves
+// S * G and (S + 1) * G vectors apart (S: the kernel's steps per pass).
+using SegStepFn = void (*)(const float* in, float* out, std::int64_t steps);
+// The (W, G, S) the kernels use (ops_seg_local.inc): rows of 32, 16 and 8 lanes by 16 steps
+// and fix-ups of 64, 32 and 8 lanes by 8 (W = 8) or 16 (W = 16) steps.
+inline constexpr int kSegStepVariants = 8;
+constexpr int seg_step_slot(int W, int G, int S) {
+    constexpr int kWGS[kSegStepVariants][3] = {{8, 4, 16}, {8, 2, 16}, {8, 1, 16}, {8, 8, 8},
+                                               {8, 4, 8},  {8, 1, 8},  {16, 2, 16}, {16, 4, 16}};
+    for (int i = 0; i < kSegStepVariants; ++i)
+        if (kWGS[i][0] == W && kWGS[i][1] == G && kWGS[i][2] == S) return i;
+    return -1;  // a kernel variant seg_jit.cpp does not compile (seg_groups asserts none)
+}
+using SegStepFns = SegStepFn[kSegStepVariants];
+
 struct SegProgram {
     static constexpr int kMaxRegs = 32, kMaxLeaves = 4;
     int leaves = 0;
     std::vector<SegOp> ops;                      // the combine
     std::vector<std::pair<int, float>> consts;  // registers filled once
     int carry[kMaxLeaves] = {}, x[kMaxLeaves] = {}, next[kMaxLeaves] = {};  // per leaf
+    const SegStepFn* jit = nullptr;  // compiled variants (seg_step_slot), or null: interpret
 };
 struct SegArgs {
     const float* in[SegProgram::kMaxLeaves];  // per leaf: lane 0's walking step 0 (forward, step 1)

@@ -2,7 +2,9 @@
 #include "seg_local.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
+#include <string_view>
 
 namespace scanc::cpu {
 
@@ -44,7 +46,7 @@ int operand_count(SegOp::Kind kind) {
 
 }  // namespace
 
-SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir_(dir) {
+SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile) : L_(L), dir_(dir) {
     int leaves = static_cast<int>(code.carry.size());
     if (!mem_fns().seg_local || dir != 1 || !code.step.empty() || !code.captured.empty() ||
         leaves == 0 || leaves > SegProgram::kMaxLeaves || code.num_regs > SegProgram::kMaxRegs)
@@ -99,6 +101,11 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir) : L_(L), dir
     for (int k = 0; k < leaves; ++k)
         if (!ready.count(code.next[k])) return;
     fn_ = mem_fns().seg_local;
+    static const bool jit_allowed = [] {
+        const char* e = std::getenv("SCANC_CPU_JIT");
+        return !e || std::string_view(e) != "0";
+    }();
+    if (compile && jit_allowed) prog_.jit = seg_jit_fns(prog_, cpu_isa());
     // Whole rows (run_rows): every output an f32 leaf stored unchanged, walked forward.
     rows_ = code.epilogue.empty() && !L.out.empty();
     for (std::size_t o = 0; o < L.out.size(); ++o) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "fixup.h"
+#include "seg_jit.h"
 
 namespace scanc::cpu {
 
@@ -20,7 +21,10 @@ inline constexpr std::int64_t kSegPortionBytes = 256 << 10;
 class SegLocal {
 public:
     // Unusable (usable() false for every piece) when the stage or the CPU does not qualify.
-    SegLocal(const StageCode& code, const Layout& L, int dir);
+    // `compile`: the combine as machine code (seg_jit.h) where it can be, unless the
+    // environment sets SCANC_CPU_JIT=0; else interpreted (the same results).
+    SegLocal(const StageCode& code, const Layout& L, int dir, bool compile = true);
+    bool compiled() const { return prog_.jit != nullptr; }
 
     bool active() const { return fn_ != nullptr; }
     int dir() const { return dir_; }
