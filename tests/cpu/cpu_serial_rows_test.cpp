@@ -115,5 +115,22 @@ TEST(CpuSerialRows, LongLinesSplitAmongThreadsStartTheirLaterPartsFromTheCarries
     }
 }
 
+// Narrow matrices along dim 0: few lines side by side in memory, their steps split among the
+// threads (each thread reading whole rows), rows of 2 to 100 lanes staged back to back.
+// Small integers and min / max are exact in any association.
+TEST(CpuSerialRows, NarrowMatricesAlongDimZeroSplitTheirStepsAmongThreadsAndMatchTheReference) {
+    std::mt19937_64 rng(77);
+    for (auto [steps, lanes] : {std::pair<std::int64_t, std::int64_t>{65537, 16}, {100003, 3}, {70001, 2},
+                                {4099, 100}, {262147, 31}})
+        for (OneOp op : {OneOp::Sum, OneOp::Max})
+            for (bool reverse : {false, true}) {
+                Inputs in;
+                in.add(DType::F32, {steps, lanes}, Values::SmallInts, Layout::Contiguous, rng);
+                expect_bitwise(one_op_scan(op, DType::F32, 2, 0, reverse), in,
+                               cat(steps, "x", lanes, " op ", static_cast<int>(op), " reverse=", reverse),
+                               {1, 2, 3});
+            }
+}
+
 }  // namespace
 }  // namespace scanc::cpu_test

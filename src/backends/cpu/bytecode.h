@@ -130,8 +130,9 @@ TransposeFn transpose_avx2();
 using SerialFn = void (*)(const std::byte* carry, const std::byte* x, std::ptrdiff_t xs,
                           std::byte* out, std::ptrdiff_t os, int steps, int lanes, bool x_left,
                           bool stream);
-// Lanes from which SerialFn reads rows kRowsAtOnce at a time (fewer: lane by lane).
-inline constexpr int kRowsLanes = 64;
+// Lanes from which SerialFn reads rows kRowsAtOnce at a time (fewer: lane by lane), in runs of
+// kRowsChunkBytes of each row; kWideRowsLanes: the runner's minimum for rows apart (worker.h).
+inline constexpr int kRowsLanes = 2, kRowsChunkBytes = 512, kWideRowsLanes = 64;
 // nullptr when `key` (a Binary op) has no serial form.
 SerialFn lookup_serial(const OpKey& key);
 SerialFn lookup_serial_baseline(const OpKey& key);

@@ -53,7 +53,7 @@ public:
             vbroadcastss(V(phys[p.consts[i].first]), ptr[rip + consts + static_cast<int>(4 * i)]);
         if (carry_regs)
             for (int k = 0; k < p.leaves; ++k)
-                for (int g = 0; g < G; ++g) vmovaps(carry_reg(k, g), ptr[out + k * out_leaf + g * kBytes]);
+                for (int g = 0; g < G; ++g) vmovups(carry_reg(k, g), ptr[out + k * out_leaf + g * kBytes]);
         L(loop);
         for (int g = 0; g < G; ++g) {
             // A program register's value this step, in a register: its physical one once an op
@@ -64,10 +64,10 @@ public:
             auto src = [&](int r, int s) -> V {
                 if (in_phys[r]) return V(phys.at(r));
                 for (int k = 0; k < p.leaves; ++k) {
-                    if (r == p.x[k]) return vmovaps(V(scratch + s), ptr[in + k * in_leaf + g * kBytes]), V(scratch + s);
+                    if (r == p.x[k]) return vmovups(V(scratch + s), ptr[in + k * in_leaf + g * kBytes]), V(scratch + s);
                     if (r == p.carry[k] && carry_regs) return carry_reg(k, g);
                     if (r == p.carry[k])
-                        return vmovaps(V(scratch + s), ptr[out + k * out_leaf + g * kBytes]), V(scratch + s);
+                        return vmovups(V(scratch + s), ptr[out + k * out_leaf + g * kBytes]), V(scratch + s);
                 }
                 throw Xbyak::Error(Xbyak::ERR_BAD_PARAMETER);  // not ready: SegLocal never builds that
             };
@@ -88,13 +88,13 @@ public:
                         break;
                     case SegOp::Min:
                     case SegOp::Max: pick(d, src(o.a, 0), src(o.b, 1), o.kind == SegOp::Min, scratch); break;
-                    case SegOp::Copy: vmovaps(d, src(o.a, 0)); break;
+                    case SegOp::Copy: vmovups(d, src(o.a, 0)); break;
                 }
                 in_phys[o.dst] = true;
             }
-            for (int k = 0; k < p.leaves; ++k) vmovaps(ptr[out + k * out_leaf + (G + g) * kBytes], src(p.next[k], 0));
+            for (int k = 0; k < p.leaves; ++k) vmovups(ptr[out + k * out_leaf + (G + g) * kBytes], src(p.next[k], 0));
             if (carry_regs)  // after every op of this group has read the old carries
-                for (int k = 0; k < p.leaves; ++k) vmovaps(carry_reg(k, g), src(p.next[k], 0));
+                for (int k = 0; k < p.leaves; ++k) vmovups(carry_reg(k, g), src(p.next[k], 0));
         }
         add(in, G * kBytes);
         add(out, G * kBytes);

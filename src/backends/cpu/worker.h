@@ -218,13 +218,20 @@ public:
             }
         }
         // Reduce mode writes the outputs too (phase 3 overwrites them): the serial op needs rows.
-        // Scans of many lanes read and written in place run serially too, rows at a time, where
-        // the rows are apart (each a run of a wider row): rows that follow each other are one
-        // stream already, which reading several at once slowed (sum along the middle dim of
-        // (8, 2048, 1024), 2 threads: 38-41 against 41-45 GB/s).
+        // Lanes read and written in place run serially too, rows at a time, where the rows are
+        // apart (each a run of a wider row) and the group has kWideRowsLanes lanes or more, or
+        // where they follow each other and are narrow (a narrow matrix along dim 0, its steps
+        // split among the threads). Wide rows that follow each other are one stream already,
+        // which reading several at once slowed (sum along the middle dim of (8, 2048, 1024), 2
+        // threads: 38-41 against 41-45 GB/s); groups of fewer lanes apart (half the rows of
+        // 100000x100 along dim 0) lost too (2.6-2.8 against 3.8-4.2 GB/s).
         const int xs = code_.serial_x_slot, os = code_.serial ? code_.store_alias[0] : -1;
-        bool rows = mode == Mode::Scan && n_ >= kRowsLanes && code_.serial && in_contig_[xs] &&
-                    L_.in[xs].step && std::abs(L_.in[xs].step) != n_ && out_contig_[os];
+        bool rows = (mode == Mode::Scan || mode == Mode::Reduce) && code_.serial && in_contig_[xs] &&
+                    L_.in[xs].step && out_contig_[os];
+        if (rows) {
+            const bool adjacent = std::abs(L_.in[xs].step) == n_;
+            rows = adjacent ? n_ * leaf_bytes_[0] <= kRowsChunkBytes : n_ >= kWideRowsLanes;
+        }
         bool serial = code_.serial && mode != Mode::Map && mode != Mode::Local &&
                       (n_ <= kSerialLanes || rows) && (all_carry || !any_carry);
         // One contiguous lane, reassociation allowed: the whole run in one blocked call.
