@@ -124,9 +124,10 @@ TransposeFn transpose_avx2();
 // A one-op combine run step after step: for each of `lanes` lanes, acc = carry[l], then for
 // each step j, acc = op(acc, x_j[l]) (op(x_j[l], acc) when `x_left`) and out_j[l] = acc. Rows
 // x_j and out_j are `xs` / `os` bytes apart. For groups of few lanes (an ordered 1-D scan is
-// one), where a dispatch per step would cost far more than the op, and for rows of many lanes
-// contiguous in memory (a scan along a strided dim), read kRowsAtOnce rows per pass. `stream`:
-// rows of many lanes go out with streaming stores (unfenced, as SerialBlockFn's).
+// one), where a dispatch per step would cost far more than the op, and for rows of lanes
+// contiguous in memory (a scan along a strided dim), read several rows per pass (from
+// kRowsLanes lanes). `stream`: such rows go out with streaming stores (unfenced, as
+// SerialBlockFn's).
 using SerialFn = void (*)(const std::byte* carry, const std::byte* x, std::ptrdiff_t xs,
                           std::byte* out, std::ptrdiff_t os, int steps, int lanes, bool x_left,
                           bool stream);

@@ -151,33 +151,27 @@ constexpr std::array<Variant, kSegStepVariants> kVariants = [] {
     return v;
 }();
 
-}  // namespace
-
-bool seg_jit_built() { return true; }
-
-namespace {
-
 // Every variant of one program, or none.
 struct Compiled {
     std::vector<std::unique_ptr<Xbyak::CodeGenerator>> code;
     SegStepFns fns{};
 };
 
+// One variant's code, or null when its registers do not fit.
+template <class V>
+std::unique_ptr<Xbyak::CodeGenerator> step_code(const SegProgram& p, const Variant& v) {
+    auto code = std::make_unique<StepCode<V>>(p, v.G, v.S);
+    if (!code->ok) return nullptr;
+    return code;
+}
+
 std::unique_ptr<Compiled> compile(const SegProgram& p, Isa isa) {
     auto c = std::make_unique<Compiled>();
     for (const Variant& v : kVariants) {
         if (v.W == 16 && isa != Isa::Avx512) continue;
         try {
-            std::unique_ptr<Xbyak::CodeGenerator> gen;
-            bool ok;
-            if (v.W == 16) {
-                auto code = std::make_unique<StepCode<Xbyak::Zmm>>(p, v.G, v.S);
-                ok = code->ok, gen = std::move(code);
-            } else {
-                auto code = std::make_unique<StepCode<Xbyak::Ymm>>(p, v.G, v.S);
-                ok = code->ok, gen = std::move(code);
-            }
-            if (!ok) return nullptr;
+            auto gen = v.W == 16 ? step_code<Xbyak::Zmm>(p, v) : step_code<Xbyak::Ymm>(p, v);
+            if (!gen) return nullptr;
             c->fns[seg_step_slot(v.W, v.G, v.S)] = gen->getCode<SegStepFn>();
             c->code.push_back(std::move(gen));
         } catch (const Xbyak::Error&) {
@@ -200,6 +194,8 @@ std::string program_key(const SegProgram& p, Isa isa) {
 }
 
 }  // namespace
+
+bool seg_jit_built() { return true; }
 
 const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa) {
     if (isa == Isa::Baseline) return nullptr;

@@ -225,19 +225,17 @@ public:
         // which reading several at once slowed (sum along the middle dim of (8, 2048, 1024), 2
         // threads: 38-41 against 41-45 GB/s); groups of fewer lanes apart (half the rows of
         // 100000x100 along dim 0) lost too (2.6-2.8 against 3.8-4.2 GB/s).
+        // in_place: x read and the carry stored in memory rows, no tiles.
         const int xs = code_.serial_x_slot, os = code_.serial ? code_.store_alias[0] : -1;
-        bool rows = (mode == Mode::Scan || mode == Mode::Reduce) && code_.serial && in_contig_[xs] &&
-                    L_.in[xs].step && out_contig_[os];
-        if (rows) {
-            const bool adjacent = std::abs(L_.in[xs].step) == n_;
-            rows = adjacent ? n_ * leaf_bytes_[0] <= kRowsChunkBytes : n_ >= kWideRowsLanes;
-        }
+        const bool in_place = code_.serial && in_contig_[xs] && L_.in[xs].step && out_contig_[os];
+        bool rows = in_place && (mode == Mode::Scan || mode == Mode::Reduce) &&
+                    (std::abs(L_.in[xs].step) == n_ ? n_ * leaf_bytes_[0] <= kRowsChunkBytes
+                                                    : n_ >= kWideRowsLanes);
         bool serial = code_.serial && mode != Mode::Map && mode != Mode::Local &&
                       (n_ <= kSerialLanes || rows) && (all_carry || !any_carry);
         // One contiguous lane, reassociation allowed: the whole run in one blocked call.
-        if (serial && n_ == 1 && code_.serial_block && L_.reassociate &&
-            L_.in[code_.serial_x_slot].step == 1 && in_contig_[code_.serial_x_slot] &&
-            L_.out[code_.store_alias[0]].step == 1) {
+        if (serial && n_ == 1 && code_.serial_block && L_.reassociate && L_.in[xs].step == 1 &&
+            in_contig_[xs] && L_.out[os].step == 1) {
             run_block(steps, mode, any_carry);
             return;
         }
@@ -249,7 +247,7 @@ public:
         // Serial over rows in place: no tiles to fill (x is a serial stage's only tiled input
         // and its one output is stored in place), so one call covers many steps.
         std::int64_t tile = tile_;
-        if (serial && in_contig_[xs] && L_.in[xs].step && out_contig_[os]) tile = 1 << 20;
+        if (serial && in_place) tile = 1 << 20;
         for (std::int64_t t0 = 0; t0 < steps; t0 += tile) {
             int len = static_cast<int>(std::min<std::int64_t>(tile, steps - t0));
             for (std::size_t s = 0; s < L_.in.size(); ++s) {
