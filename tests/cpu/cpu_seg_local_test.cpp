@@ -47,21 +47,6 @@ cpu::Layout line_layout(const cpu::StageCode& code, const std::vector<Tensor>& i
     return L;
 }
 
-// h = max(h * a, b), and a running max and min side by side (exact in any association).
-CombineRef affine_max_combine() {
-    return trace_combine("affine_max", 2, 0, [](auto& l, auto& r, auto&) {
-        return Exprs{l[0] * r[0], max(l[1] * r[0], r[1])};
-    });
-}
-CombineRef max_min_combine() {
-    return trace_combine("max_min", 2, 0, [](auto& l, auto& r, auto&) { return Exprs{max(l[0], r[0]), min(l[1], r[1])}; });
-}
-// Weak integer literals in an f32 combine: h = (h * a) * 1 + (b - 0).
-CombineRef integer_literals_combine() {
-    return trace_combine("integer_literals", 2, 0, [](auto& l, auto& r, auto&) {
-        return Exprs{l[0] * r[0], l[1] * r[0] * 1 + (r[1] - 0)};
-    });
-}
 
 bool takes_registers(const CombineRef& f, DType t, bool reverse = false) {
     cpu::Plan plan = cpu::make_plan(*program_of(f, t, 1, reverse));
@@ -191,14 +176,6 @@ TEST(CpuSegLocal, ScansThroughRegistersAreExactForAwkwardLengthsLinesAndThreadCo
         }
 }
 
-// Every op the register kernels know, on four leaves: a product, a multiply-add, an add of a
-// product, max, a division by a constant, min and a subtraction, and a leaf copied through.
-// (Only the same ops in the same order matter here, not associativity.)
-CombineRef every_op_combine() {
-    return trace_combine("every_op", 4, 0, [](auto& l, auto& r, auto&) {
-        return Exprs{l[0] * r[0], l[1] * r[0] + r[1], max(r[2] + l[2] * r[0], l[2]) / 2.0 - min(l[2], r[2]), r[3]};
-    });
-}
 
 // Phase 1 of one piece through the combine compiled to machine code and interpreted.
 void expect_compiled_like_interpreted(const CombineRef& f, int lanes, int steps, std::mt19937_64& rng) {

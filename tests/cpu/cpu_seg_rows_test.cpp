@@ -1,8 +1,10 @@
-// Round 14 of issue 4: strided groups of f32 stages (lanes are rows of memory, scanned whole
-// along the last dim) run through the register kernel of fix-ups (SegLocal::run_rows): up to 32
-// rows and 16 steps at a time, straight from the inputs into the outputs, the last steps % 16
-// by Worker from its carries. Which groups take it, that it writes Worker's results bit for bit
-// (NaN where Worker has NaN), and that whole scans through it equal the reference's.
+// Strided groups of f32 stages (lanes are rows of memory, scanned whole along the last dim) in
+// SIMD registers (SegLocal::run_rows), straight from the inputs into the outputs, the last
+// steps by Worker from the carries. Round 14 of issue 4: `ordered` runs, up to 32 rows and 16
+// steps at a time in Worker's order, so Worker's bits (NaN where Worker has NaN). Round 24:
+// other runs, each row's vectors through a log-step scan in registers (RowScanArgs), whose
+// machine code gives the interpreter's bits. Which groups take which, those bits, and that
+// whole scans through them match the reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 
 #include "cpu_test_util.h"
 #include "plan.h"
+#include "seg_jit.h"
 #include "seg_local.h"
 
 namespace scanc::cpu_test {
@@ -18,13 +21,14 @@ namespace {
 
 using namespace scanc::dsl;
 
-// A [lines, steps] f32 scan along the last dim of `f` over fresh contiguous tensors.
+// A [lines, steps] f32 scan along the last dim of `f` over fresh contiguous tensors of special
+// values, and two sets of outputs to compare.
 struct Rows {
     cpu::Plan plan;
-    std::vector<Tensor> ins, worker_out, seg_out;
+    std::vector<Tensor> ins, outs[2];
     cpu::Layout L;
 
-    Rows(const CombineRef& f, std::int64_t lines, std::int64_t steps, bool epilogue,
+    Rows(const CombineRef& f, std::int64_t lines, std::int64_t steps, bool epilogue, bool ordered,
          std::mt19937_64& rng)
         : plan(cpu::make_plan(*scan_program(f, DType::F32, 2, 1, false, epilogue))) {
         const cpu::StageCode& code = plan.stages.at(0).code;
@@ -32,45 +36,48 @@ struct Rows {
             ins.push_back(Tensor::empty(DType::F32, {lines, steps}));
             fill_special(ins.back(), rng);
         }
-        for (std::size_t o = 0; o < plan.stages.at(0).outputs.size(); ++o) {
-            worker_out.push_back(Tensor::empty(DType::F32, {lines, steps}));
-            seg_out.push_back(Tensor::empty(DType::F32, {lines, steps}));
-        }
+        for (std::size_t o = 0; o < plan.stages.at(0).outputs.size(); ++o)
+            for (auto& set : outs) set.push_back(Tensor::empty(DType::F32, {lines, steps}));
         L.sizes = {lines, steps};
         L.d = 1;
         L.steps = steps;
         L.lines = lines;
         L.line_dims = {0};
+        L.reassociate = !ordered;
         for (std::size_t i = 0; i < ins.size(); ++i) {
             L.in.push_back(cpu::make_slot(ins[i].view(), L, false));
             L.in.back().tiled = code.slot_tiled[i];
         }
-        for (auto& o : worker_out) L.out.push_back(cpu::make_slot(o.view(), L, false));
+        for (auto& o : outs[0]) L.out.push_back(cpu::make_slot(o.view(), L, false));
     }
     const cpu::StageCode& code() const { return plan.stages.at(0).code; }
+    void write_to(int set) {
+        for (std::size_t o = 0; o < L.out.size(); ++o) L.out[o].base = static_cast<std::byte*>(outs[set][o].data());
+    }
 
-    // Lines first.. first + n - 1 through run_rows into seg_out (whether it took them), and by
-    // Worker::run into worker_out.
-    bool run(std::int64_t first, int n) {
+    // Lines first.. first + n - 1 by Worker::run into output set `set`.
+    void run_worker(int set, std::int64_t first, int n) {
+        write_to(set);
         cpu::Worker w(code(), L, cpu::kSubLanes);
         w.set_lanes(n, [&](int l) { return first + l; }, [](int) { return 0; });
         w.run(L.steps, cpu::Mode::Scan);
-        for (std::size_t o = 0; o < L.out.size(); ++o)
-            L.out[o].base = static_cast<std::byte*>(seg_out[o].data());
-        cpu::SegLocal seg(code(), L, 1);
+    }
+    // The same lines through run_rows (whether it took them), the combine compiled (where it
+    // can be: `compiled` tells) or not.
+    bool run_rows(int set, std::int64_t first, int n, bool compile = true, bool* compiled = nullptr) {
+        write_to(set);
+        cpu::SegLocal seg(code(), L, 1, compile);
+        if (compiled) *compiled = seg.rows_compiled();
         cpu::Worker tail(code(), L, cpu::kSubLanes);
         cpu::LaneValues totals;
-        bool took = seg.run_rows(first, n, tail, totals);
-        for (std::size_t o = 0; o < L.out.size(); ++o)
-            L.out[o].base = static_cast<std::byte*>(worker_out[o].data());
-        return took;
+        return seg.run_rows(first, n, tail, totals);
     }
-    // Lines of the outputs whose values differ somewhere between the two runs.
+    // Values of those lines that differ between the two sets.
     std::int64_t differing(std::int64_t first, int n) const {
         std::int64_t bad = 0;
-        for (std::size_t o = 0; o < seg_out.size(); ++o) {
-            const auto* x = static_cast<const std::uint32_t*>(worker_out[o].data());
-            const auto* y = static_cast<const std::uint32_t*>(seg_out[o].data());
+        for (std::size_t o = 0; o < outs[0].size(); ++o) {
+            const auto* x = static_cast<const std::uint32_t*>(outs[0][o].data());
+            const auto* y = static_cast<const std::uint32_t*>(outs[1][o].data());
             for (std::int64_t i = first * L.steps; i < (first + n) * L.steps; ++i)
                 bad += !same_value(x[i], y[i]);
         }
@@ -78,17 +85,32 @@ struct Rows {
     }
 };
 
-TEST(CpuSegRows, GroupsOfWholeVectorsAndSixteenStepsTakeRegistersOthersKeepWorker) {
-    if (!cpu::mem_fns().seg_local) GTEST_SKIP() << "no AVX2";
-    std::mt19937_64 rng(141);
-    EXPECT_TRUE(Rows(affine_combine(), 64, 4096, false, rng).run(0, 64));
-    EXPECT_TRUE(Rows(affine_combine(), 40, 16, false, rng).run(8, 32));
-    EXPECT_FALSE(Rows(affine_combine(), 64, 4096, false, rng).run(0, 12));  // not whole vectors
-    EXPECT_FALSE(Rows(affine_combine(), 64, 15, false, rng).run(0, 64));    // under 16 steps
-    EXPECT_FALSE(Rows(affine_combine(), 64, 512, true, rng).run(0, 64));    // an epilogue
+bool takes_rows(const CombineRef& f, std::int64_t steps, std::int64_t first, int n, bool epilogue,
+                bool ordered) {
+    std::mt19937_64 rng(140);
+    return Rows(f, 64, steps, epilogue, ordered, rng).run_rows(0, first, n);
 }
 
-TEST(CpuSegRows, RowsEqualWorkersBitForBitWithSpecialValues) {
+TEST(CpuSegRows, OrderedGroupsOfWholeVectorsAndSixteenStepsTakeRegistersOthersKeepWorker) {
+    if (!cpu::mem_fns().seg_local) GTEST_SKIP() << "no AVX2";
+    EXPECT_TRUE(takes_rows(affine_combine(), 4096, 0, 64, false, true));
+    EXPECT_TRUE(takes_rows(affine_combine(), 16, 8, 32, false, true));
+    EXPECT_FALSE(takes_rows(affine_combine(), 4096, 0, 12, false, true));  // not whole vectors
+    EXPECT_FALSE(takes_rows(affine_combine(), 15, 0, 64, false, true));    // under 16 steps
+    EXPECT_FALSE(takes_rows(affine_combine(), 512, 0, 64, true, true));    // an epilogue
+}
+
+TEST(CpuSegRows, ReassociatedRowsOfAVectorOrMoreTakeTheRowScanAnyNumberOfThem) {
+    if (!cpu::mem_fns().row_scan) GTEST_SKIP() << "no AVX2";
+    const int W = cpu::mem_fns().row_lanes;
+    EXPECT_TRUE(takes_rows(affine_combine(), 4096, 0, 64, false, false));
+    EXPECT_TRUE(takes_rows(affine_combine(), 4096, 5, 3, false, false));
+    EXPECT_TRUE(takes_rows(every_op_combine(), W, 0, 1, false, false));  // a leaf passed through
+    EXPECT_FALSE(takes_rows(affine_combine(), W - 1, 0, 64, false, false));  // under a vector
+    EXPECT_FALSE(takes_rows(affine_combine(), 512, 0, 64, true, false));     // an epilogue
+}
+
+TEST(CpuSegRows, OrderedRowsEqualWorkersBitForBitWithSpecialValues) {
     if (!cpu::mem_fns().seg_local) GTEST_SKIP() << "no AVX2";
     std::mt19937_64 rng(142);
     struct Case {
@@ -100,16 +122,64 @@ TEST(CpuSegRows, RowsEqualWorkersBitForBitWithSpecialValues) {
     for (Case c : {Case{64, 4096, 0, 64}, {72, 4095, 8, 56}, {30, 4097, 3, 24}, {16, 16, 0, 16},
                    {8, 31, 0, 8}, {64, 752, 0, 64}})
         for (const CombineRef& f : {affine_combine(), three_leaves_combine()}) {
-            Rows r(f, c.lines, c.steps, false, rng);
-            ASSERT_TRUE(r.run(c.first, c.n)) << c.lines << "x" << c.steps;
+            Rows r(f, c.lines, c.steps, false, true, rng);
+            r.run_worker(0, c.first, c.n);
+            ASSERT_TRUE(r.run_rows(1, c.first, c.n)) << c.lines << "x" << c.steps;
             EXPECT_EQ(r.differing(c.first, c.n), 0) << c.lines << "x" << c.steps << " from "
                                                      << c.first << ", " << c.n << " lines";
         }
 }
 
-// Multipliers of +-1 and small integers: exact in any association (few lines split among the
-// threads), so whole scans equal the reference bit for bit; large outputs stream (rows 32-byte
-// aligned or, at 4100 steps, not).
+// Where the build has Xbyak, the row scan's machine code gives the interpreter's bits (4 rows
+// at a time there, and one; 9 rows in one call of the code): every op, infinities, NaN, signed
+// zeros, subnormals; one vector, tails of 1 and W - 1 steps, many vectors.
+TEST(CpuSegRows, CompiledRowScansGiveTheInterpretersBits) {
+    if (!cpu::mem_fns().row_scan) GTEST_SKIP() << "no AVX2";
+    if (!cpu::seg_jit_built()) GTEST_SKIP() << "built without Xbyak";
+    const int W = cpu::mem_fns().row_lanes;
+    std::mt19937_64 rng(144);
+    for (std::int64_t steps : {std::int64_t{W}, std::int64_t{W} + 1, 3 * std::int64_t{W} - 1, std::int64_t{1031}})
+        for (const CombineRef& f : {affine_combine(), three_leaves_combine(), affine_max_combine(),
+                                    max_min_combine(), integer_literals_combine(), every_op_combine()}) {
+            Rows r(f, 9, steps, false, false, rng);
+            bool compiled = false, interpreted = true;
+            ASSERT_TRUE(r.run_rows(0, 0, 9, /*compile=*/true, &compiled)) << f->name;
+            ASSERT_TRUE(r.run_rows(1, 0, 9, /*compile=*/false, &interpreted)) << f->name;
+            // AVX2's 16 registers hold the row scan of two leaves, not of three or four.
+            ASSERT_TRUE(compiled || (W == 8 && f->num_leaves() > 2)) << f->name;
+            ASSERT_FALSE(interpreted);
+            EXPECT_EQ(r.differing(0, 9), 0) << f->name << ", " << steps << " steps";
+        }
+}
+
+// Whole scans along the last dim of random values through the row scan (every length class:
+// under a vector, one, a vector and one, primes, 2^k +- 1; 1 to 130 lines; contiguous and
+// strided) match the reference within rounding, and are bit-identical run to run.
+TEST(CpuSegRows, ReassociatedWholeScansMatchTheReference) {
+    std::mt19937_64 rng(145);
+    for (auto sizes : {std::vector<std::int64_t>{64, 4096}, {130, 1000}, {7, 33}, {3, 16}, {5, 15},
+                       {1, 17}, {9, 257}, {2, 20, 4099}, {1, 1}})
+        for (Layout layout : {Layout::Contiguous, Layout::Strided})
+            for (const CombineRef& f : {affine_combine(), affine_max_combine()}) {
+                int rank = static_cast<int>(sizes.size());
+                Inputs in;
+                in.add(DType::F32, sizes, Values::Decay, layout, rng);  // the multipliers
+                in.add(DType::F32, sizes, Values::Unit, layout, rng);
+                ProgramRef p = scan_program(f, DType::F32, rank, rank - 1);
+                std::string what = cat(f->name, " ", sizes.front(), "x", sizes.back(), " layout ", int(layout));
+                std::vector<Tensor> want = run_reference(p, in);
+                std::vector<Tensor> got = run_cpu(p, in, 2);
+                for (std::size_t i = 0; i < want.size(); ++i)
+                    EXPECT_EQ(compare(want[i], got[i], false, tolerance(DType::F32)), "") << what << " result " << i;
+                std::vector<Tensor> again = run_cpu(p, in, 2);
+                for (std::size_t i = 0; i < got.size(); ++i)
+                    EXPECT_EQ(std::memcmp(got[i].data(), again[i].data(), got[i].numel() * 4), 0) << what;
+            }
+}
+
+// Multipliers of +-1 and small integers: exact in any association, so whole scans equal the
+// reference bit for bit, ordered or not, for any thread count; large outputs stream (rows
+// 32-byte aligned or, at 4100 steps, not).
 TEST(CpuSegRows, WholeScansAlongTheLastDimEqualTheReferenceBitwise) {
     std::mt19937_64 rng(143);
     for (auto sizes : {std::vector<std::int64_t>{64, 4096}, {72, 4095}, {33, 4097}, {96, 15},

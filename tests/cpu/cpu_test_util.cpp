@@ -50,6 +50,34 @@ CombineRef three_leaves_combine() {
     });
 }
 
+CombineRef affine_max_combine() {
+    using dsl::Exprs;
+    return dsl::trace_combine("affine_max", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], max(l[1] * r[0], r[1])};
+    });
+}
+
+CombineRef max_min_combine() {
+    using dsl::Exprs;
+    return dsl::trace_combine("max_min", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{max(l[0], r[0]), min(l[1], r[1])};
+    });
+}
+
+CombineRef integer_literals_combine() {
+    using dsl::Exprs;
+    return dsl::trace_combine("integer_literals", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], l[1] * r[0] * 1 + (r[1] - 0)};
+    });
+}
+
+CombineRef every_op_combine() {
+    using dsl::Exprs;
+    return dsl::trace_combine("every_op", 4, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] * r[0], l[1] * r[0] + r[1], max(r[2] + l[2] * r[0], l[2]) / 2.0 - min(l[2], r[2]), r[3]};
+    });
+}
+
 float any_value(std::mt19937_64& rng) {
     std::uniform_int_distribution<int> kind(0, 9);
     std::uniform_real_distribution<float> unit(0.5f, 1.0f);

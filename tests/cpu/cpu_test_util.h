@@ -37,6 +37,15 @@ CombineRef affine_combine();
 // Three f32 leaves: affine written with a subtraction and a constant, and a sum divided by 1
 // (exact on signs and small integers in any association).
 CombineRef three_leaves_combine();
+// For the register kernels (f32, + - * /, min, max, multiply-adds, constants): h = max(h * a, b);
+// a running max and min side by side (exact in any association); weak integer literals,
+// h = (h * a) * 1 + (b - 0); and every op they know on four leaves (a product, a multiply-add,
+// an add of a product, max, a division by a constant, min and a subtraction, and a leaf passed
+// through: only the ops and their order matter there, not associativity).
+CombineRef affine_max_combine();
+CombineRef max_min_combine();
+CombineRef integer_literals_combine();
+CombineRef every_op_combine();
 // One f32 value of a random class: subnormals, tiny and ordinary normals, zeros, infinities,
 // NaN.
 float any_value(std::mt19937_64& rng);

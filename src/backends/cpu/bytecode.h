@@ -188,6 +188,20 @@ constexpr int seg_step_slot(int W, int G, int S) {
 }
 using SegStepFns = SegStepFn[kSegStepVariants];
 
+// Whole rows scanned in registers, reassociated (ops_row_scan.inc): each row's vectors of W
+// lanes (8 for AVX2, 16 for AVX-512) go through log2 W levels, at level d lane i taking the
+// combine of lane i - d's value with its own, then through the combine with the carry of the
+// vectors before (lane W - 1 of the last, broadcast). No transposes; `ordered` runs never take it.
+struct RowScanArgs {
+    static constexpr int kMaxLeaves = 4;
+    const float* in[kMaxLeaves];  // per leaf: the row's first element
+    float* out[kMaxLeaves];       // per leaf: where its scan goes; null: not stored
+    float carry[kMaxLeaves];      // written: the row's last scanned value per leaf
+    bool stream;                  // streaming stores (each kept out[k] aligned to whole vectors)
+};
+// Rows rows[0..n) (n >= 1) of `vectors` W-lane vectors each, as machine code (seg_jit.h).
+using RowScanJitFn = void (*)(RowScanArgs* rows, std::int64_t n, std::int64_t vectors);
+
 struct SegProgram {
     static constexpr int kMaxRegs = 32, kMaxLeaves = 4;
     int leaves = 0;
@@ -195,7 +209,10 @@ struct SegProgram {
     std::vector<std::pair<int, float>> consts;  // registers filled once
     int carry[kMaxLeaves] = {}, x[kMaxLeaves] = {}, next[kMaxLeaves] = {};  // per leaf
     const SegStepFn* jit = nullptr;  // compiled variants (seg_step_slot), or null: interpret
+    const RowScanJitFn* row_jit = nullptr;  // compiled row scans {stores, streaming}, or null
 };
+// Rows rows[0..n) of `vectors` vectors each (ops_row_scan.inc), by row_jit where compiled.
+using RowScanFn = void (*)(const SegProgram& p, RowScanArgs* rows, int n, std::int64_t vectors);
 struct SegArgs {
     const float* in[SegProgram::kMaxLeaves];  // per leaf: lane 0's walking step 0 (forward, step 1)
     float* out[SegProgram::kMaxLeaves];       // per leaf: lane 0's scan at step 0; null: not kept
@@ -211,18 +228,21 @@ using SegLocalFn = void (*)(const SegProgram& p, const SegArgs& a);
 
 // Memory helpers for the runner (worker.h, compiled without AVX2), picked for this CPU once like
 // the op table: stream_copy as in stream_store.h; fill writes `n` copies of a value of `bytes`
-// (1, 2, 4 or 8) bytes, the low bytes of `v`; scatter8_f32 and seg_local are null without AVX2
-// (seg_local: 16 lanes a vector with AVX-512).
+// (1, 2, 4 or 8) bytes, the low bytes of `v`; scatter8_f32, seg_local and row_scan are null
+// without AVX2 (seg_local and row_scan: 16 lanes a vector with AVX-512).
 struct MemFns {
     void (*stream_copy)(void* dst, const void* src, std::size_t bytes);
     void (*fill)(std::byte* dst, int bytes, std::uint64_t v, int n);
     Scatter8Fn scatter8_f32;
     SegLocalFn seg_local = nullptr;
+    RowScanFn row_scan = nullptr;
+    int row_lanes = 0;  // row_scan's W
 };
 const MemFns& mem_fns();
 MemFns mem_fns_baseline();
 MemFns mem_fns_avx2();
 SegLocalFn seg_local_avx512();
+RowScanFn row_scan_avx512();
 
 // The level the op table and kernels use: the CPU's best, capped by the environment variable
 // SCANC_CPU_ISA=baseline|avx2 (read once; the tests run the lower levels on AVX-512 machines).

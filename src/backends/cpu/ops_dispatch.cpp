@@ -51,7 +51,11 @@ TransposeFn transpose_fn() { return has_avx2() ? transpose_avx2() : transpose_ba
 const MemFns& mem_fns() {
     static const MemFns fns = [] {
         MemFns f = has_avx2() ? mem_fns_avx2() : mem_fns_baseline();
-        if (cpu_isa() == Isa::Avx512) f.seg_local = seg_local_avx512();
+        if (cpu_isa() == Isa::Avx512) {
+            f.seg_local = seg_local_avx512();
+            f.row_scan = row_scan_avx512();
+            f.row_lanes = 16;
+        }
         return f;
     }();
     return fns;

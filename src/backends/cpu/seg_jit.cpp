@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -24,12 +25,77 @@ namespace {
 // _CMP_UNORD_Q, _CMP_ORD_Q and _CMP_LT_OQ, as the interpreter's min and max use them.
 constexpr std::uint8_t kUnord = 3, kOrd = 7, kLess = 17;
 
+// Width V's constants (Ymm: W = 8, Zmm: W = 16).
+template <class V>
+struct Width {
+    static constexpr bool kWide = std::is_same_v<V, Xbyak::Zmm>;
+    static constexpr int kBytes = kWide ? 64 : 32, kRegs = kWide ? 32 : 16;
+};
+
+// min / max as min8_regs / max8_regs (minmax_regs.h): b where b wins the strict compare (b < a
+// for min, a < b for max) or b alone is NaN, else a.
+template <class V>
+void emit_pick(Xbyak::CodeGenerator& c, const V& d, const V& a, const V& b, bool min, const V& t0,
+               const V& t1) {
+    if constexpr (Width<V>::kWide) {
+        c.vcmpps(c.k1, b, b, kUnord);
+        c.vcmpps(c.k2, a, a, kOrd);
+        c.kandw(c.k1, c.k1, c.k2);
+        if (min) c.vcmpps(c.k2, b, a, kLess);
+        else c.vcmpps(c.k2, a, b, kLess);
+        c.korw(c.k1, c.k1, c.k2);
+        c.vblendmps(d | c.k1, a, b);
+    } else {
+        c.vcmpps(t0, a, a, kUnord);
+        c.vcmpps(t1, b, b, kUnord);
+        c.vandnps(t1, t0, t1);
+        if (min) c.vcmpps(t0, b, a, kLess);
+        else c.vcmpps(t0, a, b, kLess);
+        c.vorps(t0, t0, t1);
+        c.vblendvps(d, a, b, t0);
+    }
+}
+
+// Op `o` of the combine into `d`, as the interpreter computes it; src(r, i): program register
+// r's value as operand i (0..2), in a register (the caller may load it there first). t0, t1:
+// scratch (t1 only for AVX2's min / max).
+template <class V, class Src>
+void emit_op(Xbyak::CodeGenerator& c, const SegOp& o, const V& d, Src&& src, const V& t0, const V& t1) {
+    switch (o.kind) {
+        case SegOp::Add: c.vaddps(d, src(o.a, 0), src(o.b, 1)); break;
+        case SegOp::Sub: c.vsubps(d, src(o.a, 0), src(o.b, 1)); break;
+        case SegOp::Mul: c.vmulps(d, src(o.a, 0), src(o.b, 1)); break;
+        case SegOp::Div: c.vdivps(d, src(o.a, 0), src(o.b, 1)); break;
+        case SegOp::MulAdd:  // (a * b) + c
+            c.vmulps(t0, src(o.a, 0), src(o.b, 1));
+            c.vaddps(d, t0, src(o.c, 2));
+            break;
+        case SegOp::AddMul:  // c + (a * b)
+            c.vmulps(t0, src(o.a, 0), src(o.b, 1));
+            c.vaddps(d, src(o.c, 2), t0);
+            break;
+        case SegOp::Min:
+        case SegOp::Max: emit_pick(c, d, src(o.a, 0), src(o.b, 1), o.kind == SegOp::Min, t0, t1); break;
+        case SegOp::Copy: c.vmovups(d, src(o.a, 0)); break;
+    }
+}
+
+// The program's constants as 4-byte words at `at`.
+void emit_consts(Xbyak::CodeGenerator& c, const SegProgram& p, Xbyak::Label& at) {
+    c.align(4);
+    c.L(at);
+    for (auto [r, v] : p.consts) {
+        std::uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        c.dd(bits);
+    }
+}
+
 // One variant: `steps` steps (a loop), each G groups of vector registers of type V (Ymm: W = 8,
 // Zmm: W = 16) through the program's ops in order.
 template <class V>
 class StepCode : public Xbyak::CodeGenerator {
-    static constexpr bool kWide = std::is_same_v<V, Xbyak::Zmm>;
-    static constexpr int kBytes = kWide ? 64 : 32, kRegs = kWide ? 32 : 16, kScratch = 5;
+    static constexpr int kBytes = Width<V>::kBytes, kRegs = Width<V>::kRegs, kScratch = 5;
 
 public:
     // Throws Xbyak::Error when the code does not fit; `ok` false when the registers do not.
@@ -72,24 +138,7 @@ public:
                 throw Xbyak::Error(Xbyak::ERR_BAD_PARAMETER);  // not ready: SegLocal never builds that
             };
             for (const SegOp& o : p.ops) {
-                const V d(phys.at(o.dst)), t(scratch + 3);
-                switch (o.kind) {
-                    case SegOp::Add: vaddps(d, src(o.a, 0), src(o.b, 1)); break;
-                    case SegOp::Sub: vsubps(d, src(o.a, 0), src(o.b, 1)); break;
-                    case SegOp::Mul: vmulps(d, src(o.a, 0), src(o.b, 1)); break;
-                    case SegOp::Div: vdivps(d, src(o.a, 0), src(o.b, 1)); break;
-                    case SegOp::MulAdd:  // (a * b) + c
-                        vmulps(t, src(o.a, 0), src(o.b, 1));
-                        vaddps(d, t, src(o.c, 2));
-                        break;
-                    case SegOp::AddMul:  // c + (a * b)
-                        vmulps(t, src(o.a, 0), src(o.b, 1));
-                        vaddps(d, src(o.c, 2), t);
-                        break;
-                    case SegOp::Min:
-                    case SegOp::Max: pick(d, src(o.a, 0), src(o.b, 1), o.kind == SegOp::Min, scratch); break;
-                    case SegOp::Copy: vmovups(d, src(o.a, 0)); break;
-                }
+                emit_op(*this, o, V(phys.at(o.dst)), src, V(scratch + 3), V(scratch + 4));
                 in_phys[o.dst] = true;
             }
             for (int k = 0; k < p.leaves; ++k) vmovups(ptr[out + k * out_leaf + (G + g) * kBytes], src(p.next[k], 0));
@@ -102,41 +151,127 @@ public:
         jnz(loop, T_NEAR);
         vzeroupper();
         ret();
-        align(4);
-        L(consts);
-        for (auto [r, v] : p.consts) {
-            std::uint32_t bits;
-            std::memcpy(&bits, &v, 4);
-            dd(bits);
-        }
+        emit_consts(*this, p, consts);
         setProtectModeRE();
         ok = true;
     }
     bool ok = false;
+};
 
-private:
-    // min / max as min8_regs / max8_regs (minmax_regs.h): b where b wins the strict compare
-    // (b < a for min, a < b for max) or b alone is NaN, else a.
-    void pick(const V& d, const V& a, const V& b, bool min, int scratch) {
+// Rows of RowScanArgs (ops_row_scan.inc's steps, the same bits): per vector, log2 W levels,
+// each a shift of every leaf's vector by d lanes, the combine, and a blend of its result into
+// the lanes >= d; then, but for the row's first vector, the combine with the broadcast carry.
+// Every value lives in a register: the vectors, their shifted copies, the carries, the
+// program's constants and the ops' results.
+template <class V>
+class RowScanCode : public Xbyak::CodeGenerator {
+    static constexpr bool kWide = Width<V>::kWide;
+    static constexpr int kBytes = Width<V>::kBytes, kRegs = Width<V>::kRegs, kLanes = kBytes / 4;
+
+public:
+    RowScanCode(const SegProgram& p, bool stream)
+        : Xbyak::CodeGenerator(1 << 16, Xbyak::DontSetProtectRWE) {
+        std::map<int, int> phys;
+        for (auto [r, v] : p.consts) phys.emplace(r, static_cast<int>(phys.size()));
+        for (const SegOp& o : p.ops) phys.emplace(o.dst, static_cast<int>(phys.size()));
+        const int leaves = p.leaves, base = static_cast<int>(phys.size());
+        auto x = [&](int k) { return V(base + k); };
+        auto left = [&](int k) { return V(base + leaves + k); };
+        auto carry = [&](int k) { return V(base + 2 * leaves + k); };
+        const V last(base + 3 * leaves), t0(base + 3 * leaves + 1), t1(base + 3 * leaves + 2), zero(base + 3 * leaves + 3);
+        if (base + 3 * leaves + 3 + (kWide ? 1 : 0) > kRegs) return;
+        // rdi: the row, rsi: rows left, rdx: vectors per row; rcx: vectors left in the row,
+        // rax: the vector's byte offset, r8..r11: the row's inputs, r12: an output.
+        const Xbyak::Reg64 args = rdi, rows = rsi, vectors = rdx, n = rcx, at = rax, dst = r12;
+        const Xbyak::Reg64 in[4] = {r8, r9, r10, r11};
+        Xbyak::Label consts, last_lane, shifts, row, loop, done;
+        push(r12);
+        for (std::size_t i = 0; i < p.consts.size(); ++i)
+            vbroadcastss(V(phys[p.consts[i].first]), ptr[rip + consts + static_cast<int>(4 * i)]);
+        vpbroadcastd(last, ptr[rip + last_lane]);
         if constexpr (kWide) {
-            vcmpps(k1, b, b, kUnord);
-            vcmpps(k2, a, a, kOrd);
-            kandw(k1, k1, k2);
-            if (min) vcmpps(k2, b, a, kLess);
-            else vcmpps(k2, a, b, kLess);
-            korw(k1, k1, k2);
-            vblendmps(d | k1, a, b);
-        } else {
-            const V t0(scratch + 3), t1(scratch + 4);
-            vcmpps(t0, a, a, kUnord);
-            vcmpps(t1, b, b, kUnord);
-            vandnps(t1, t0, t1);
-            if (min) vcmpps(t0, b, a, kLess);
-            else vcmpps(t0, a, b, kLess);
-            vorps(t0, t0, t1);
-            vblendvps(d, a, b, t0);
+            vpxord(zero, zero, zero);
+            for (int i = 0; i < 4; ++i) {  // k3..k6: the lanes >= 1, 2, 4, 8
+                mov(eax, (0xFFFF << (1 << i)) & 0xFFFF);
+                kmovw(Xbyak::Opmask(3 + i), eax);
+            }
         }
+        // The combine with program register carry[k] read from `from(k)`.
+        auto combine = [&](auto from) {
+            auto src = [&](int r, int) -> V {
+                for (int k = 0; k < leaves; ++k) {
+                    if (r == p.x[k]) return x(k);
+                    if (r == p.carry[k]) return from(k);
+                }
+                return V(phys.at(r));
+            };
+            for (const SegOp& o : p.ops) emit_op(*this, o, V(phys.at(o.dst)), src, t0, t1);
+        };
+        auto next = [&](int k) { return V(phys.at(p.next[k])); };
+        auto vector = [&](bool carried) {
+            for (int k = 0; k < leaves; ++k) vmovups(x(k), ptr[in[k] + at]);
+            for (int level = 0; (1 << level) < kLanes; ++level) {
+                const int d = 1 << level;
+                for (int k = 0; k < leaves; ++k) {
+                    if constexpr (kWide) {
+                        valignd(left(k), x(k), zero, kLanes - d);
+                    } else {
+                        vmovups(t1, ptr[rip + shifts + 32 * level]);
+                        vpermps(left(k), t1, x(k));
+                    }
+                }
+                combine(left);
+                for (int k = 0; k < leaves; ++k) {
+                    if constexpr (kWide) vmovaps(x(k) | Xbyak::Opmask(3 + level), next(k));
+                    else vblendps(x(k), x(k), next(k), (0xFF << d) & 0xFF);
+                }
+            }
+            if (carried) {
+                combine(carry);
+                for (int k = 0; k < leaves; ++k) vmovaps(x(k), next(k));
+            }
+            for (int k = 0; k < leaves; ++k) {
+                Xbyak::Label skip;
+                mov(dst, ptr[args + offsetof(RowScanArgs, out) + 8 * k]);
+                test(dst, dst);  // a leaf not stored
+                jz(skip);
+                if (stream) vmovntps(ptr[dst + at], x(k));
+                else vmovups(ptr[dst + at], x(k));
+                L(skip);
+                vpermps(carry(k), last, x(k));
+            }
+            add(at, kBytes);
+            dec(n);
+        };
+        L(row);
+        for (int k = 0; k < leaves; ++k) mov(in[k], ptr[args + offsetof(RowScanArgs, in) + 8 * k]);
+        xor_(at, at);
+        mov(n, vectors);
+        vector(false);
+        jz(done, T_NEAR);
+        L(loop);
+        vector(true);
+        jnz(loop, T_NEAR);
+        L(done);
+        for (int k = 0; k < leaves; ++k)
+            vmovss(ptr[args + offsetof(RowScanArgs, carry) + 4 * k], Xbyak::Xmm(carry(k).getIdx()));
+        add(args, sizeof(RowScanArgs));
+        dec(rows);
+        jnz(row, T_NEAR);
+        pop(r12);
+        vzeroupper();
+        ret();
+        emit_consts(*this, p, consts);
+        L(last_lane);
+        dd(kLanes - 1);
+        align(32);
+        L(shifts);  // AVX2: lane i of level d's permutation reads lane max(i - d, 0)
+        for (int d = 1; d < 8; d *= 2)
+            for (int i = 0; i < 8; ++i) dd(i >= d ? i - d : 0);
+        setProtectModeRE();
+        ok = true;
     }
+    bool ok = false;
 };
 
 struct Variant {
@@ -161,6 +296,13 @@ struct Compiled {
 template <class V>
 std::unique_ptr<Xbyak::CodeGenerator> step_code(const SegProgram& p, const Variant& v) {
     auto code = std::make_unique<StepCode<V>>(p, v.G, v.S);
+    if (!code->ok) return nullptr;
+    return code;
+}
+
+template <class V>
+std::unique_ptr<Xbyak::CodeGenerator> row_code(const SegProgram& p, bool stream) {
+    auto code = std::make_unique<RowScanCode<V>>(p, stream);
     if (!code->ok) return nullptr;
     return code;
 }
@@ -197,6 +339,34 @@ std::string program_key(const SegProgram& p, Isa isa) {
 
 bool seg_jit_built() { return true; }
 
+const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa) {
+    if (isa == Isa::Baseline) return nullptr;
+    struct Rows {
+        std::vector<std::unique_ptr<Xbyak::CodeGenerator>> code;
+        RowScanJitFn fns[2] = {};
+    };
+    static std::mutex mutex;
+    static std::map<std::string, std::unique_ptr<Rows>> compiled;  // kept for the process
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, fresh] = compiled.try_emplace(program_key(p, isa));
+    if (!fresh) return it->second ? it->second->fns : nullptr;
+    auto rows = std::make_unique<Rows>();
+    try {
+        for (bool stream : {false, true}) {
+            std::unique_ptr<Xbyak::CodeGenerator> gen;
+            if (isa == Isa::Avx512) gen = row_code<Xbyak::Zmm>(p, stream);
+            else gen = row_code<Xbyak::Ymm>(p, stream);
+            if (!gen) return nullptr;
+            rows->fns[stream] = gen->getCode<RowScanJitFn>();
+            rows->code.push_back(std::move(gen));
+        }
+    } catch (const Xbyak::Error&) {
+        return nullptr;
+    }
+    it->second = std::move(rows);
+    return it->second->fns;
+}
+
 const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa) {
     if (isa == Isa::Baseline) return nullptr;
     static std::mutex mutex;
@@ -211,6 +381,7 @@ const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa) {
 
 bool seg_jit_built() { return false; }
 const SegStepFn* seg_jit_fns(const SegProgram&, Isa) { return nullptr; }
+const RowScanJitFn* row_scan_jit_fns(const SegProgram&, Isa) { return nullptr; }
 
 #endif
 

@@ -22,4 +22,8 @@ bool seg_jit_built();
 // kept: a new shape or executable of the same combine compiles nothing.
 const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa);
 
+// `p`'s row scan (RowScanArgs) compiled for `isa`'s width, {plain stores, streaming stores};
+// null as above. Compiled once per distinct program in the process, like the steps.
+const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa);
+
 }  // namespace scanc::cpu

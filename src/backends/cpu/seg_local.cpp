@@ -2,6 +2,7 @@
 #include "seg_local.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <set>
 #include <string_view>
@@ -98,8 +99,17 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
         prog_.ops.push_back(op);
         ready.insert(in.dst);
     }
-    for (int k = 0; k < leaves; ++k)
+    // A leaf whose result is an operand passed through gets a copy of it, so that every result
+    // is an op's own register (the row scan blends the results into its operands).
+    for (int k = 0, spare = code.num_regs; k < leaves; ++k) {
         if (!ready.count(code.next[k])) return;
+        if (std::none_of(prog_.ops.begin(), prog_.ops.end(), [&](const SegOp& o) { return o.dst == code.next[k]; })) {
+            if (spare >= SegProgram::kMaxRegs) return;
+            const auto from = static_cast<short>(code.next[k]);
+            prog_.ops.push_back({SegOp::Copy, static_cast<short>(spare), from, from, from});
+            prog_.next[k] = spare++;
+        }
+    }
     fn_ = mem_fns().seg_local;
     static const bool jit_allowed = [] {
         const char* e = std::getenv("SCANC_CPU_JIT");
@@ -114,6 +124,8 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
                                 static_cast<int>(o)) != code.store_alias.end();
         rows_ = rows_ && stored && s.esize == 4 && s.step == 1;
     }
+    // Reassociated rows (run_rows) take the row scan.
+    if (rows_ && mem_fns().row_scan && compile && jit_allowed) prog_.row_jit = row_scan_jit_fns(prog_, cpu_isa());
 }
 
 namespace {
@@ -129,7 +141,45 @@ std::int64_t line_stride(const Layout& L, const Slot& s, std::int64_t first, int
 
 }  // namespace
 
+bool SegLocal::scan_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const {
+    const MemFns& m = mem_fns();
+    const std::int64_t vectors = L_.steps / m.row_lanes, head = vectors * m.row_lanes;
+    if (vectors == 0) return false;
+    std::vector<RowScanArgs> rows(n);
+    const std::uintptr_t vector_bytes = 4 * m.row_lanes;
+    for (int l = 0; l < n; ++l) {
+        RowScanArgs& r = rows[l];
+        r.stream = L_.stream;
+        for (int k = 0; k < prog_.leaves; ++k) {
+            const Slot& s = L_.in[slot_[k]];
+            r.in[k] = reinterpret_cast<const float*>(s.base) + L_.line_offset(s, first + l);
+            r.out[k] = nullptr;
+            if (int o = out_of_[k]; o >= 0) {
+                const Slot& d = L_.out[o];
+                r.out[k] = reinterpret_cast<float*>(d.base) + L_.line_offset(d, first + l);
+                r.stream = r.stream && reinterpret_cast<std::uintptr_t>(r.out[k]) % vector_bytes == 0;
+            }
+        }
+    }
+    m.row_scan(prog_, rows.data(), n, vectors);
+    totals.leaves = prog_.leaves;
+    totals.resize(n);
+    for (int l = 0; l < n; ++l)
+        for (int k = 0; k < prog_.leaves; ++k) std::memcpy(totals.at(l) + k, &rows[l].carry[k], 4);
+    finish_rows(first, n, head, w, totals);
+    return true;
+}
+
+void SegLocal::finish_rows(std::int64_t first, int n, std::int64_t head, Worker& w,
+                           LaneValues& totals) const {
+    if (head == L_.steps) return;
+    std::fill(totals.has.begin(), totals.has.end(), 1);
+    w.set_lanes(n, [&](int l) { return first + l; }, [&](int) { return head; });
+    w.run(L_.steps - head, Mode::Scan, &totals);
+}
+
 bool SegLocal::run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const {
+    if (rows_ && L_.reassociate && mem_fns().row_scan) return scan_rows(first, n, w, totals);
     if (!rows_ || n % 8 != 0 || n < 8 || L_.steps < 16) return false;
     SegArgs a{};
     a.rows = true;
@@ -160,10 +210,7 @@ bool SegLocal::run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals
     a.totals = totals.at(0);
     fn_(prog_, a);
     if (a.stream) stream_fence();
-    if (head == L_.steps) return true;
-    std::fill(totals.has.begin(), totals.has.end(), 1);
-    w.set_lanes(n, [&](int l) { return first + l; }, [&](int) { return head; });
-    w.run(L_.steps - head, Mode::Scan, &totals);
+    finish_rows(first, n, head, w, totals);
     return true;
 }
 

@@ -25,6 +25,7 @@ public:
     // environment sets SCANC_CPU_JIT=0; else interpreted (the same results).
     SegLocal(const StageCode& code, const Layout& L, int dir, bool compile = true);
     bool compiled() const { return prog_.jit != nullptr; }
+    bool rows_compiled() const { return prog_.row_jit != nullptr; }  // the row scan's code
 
     bool active() const { return fn_ != nullptr; }
     int dir() const { return dir_; }
@@ -36,12 +37,18 @@ public:
     void run(std::int64_t line, const Piece& pc, const LocalScans& local, LaneValues& totals,
              int i) const;
 
-    // Lines first.. first + n - 1 scanned whole into the outputs (Mode::Scan; issue 4, round 14),
-    // up to 32 lines and 16 steps at a time, the last steps % 16 by `w` from the carries. False,
-    // with nothing done, when the stage, its outputs or these lines' strides do not allow it.
+    // Lines first.. first + n - 1 scanned whole into the outputs (Mode::Scan; issue 4, round 14):
+    // reassociated, row by row in registers (RowScanArgs, round 24), else (`ordered`, or a
+    // combine whose result is not an op's) up to 32 lines and 16 steps at a time in Worker's
+    // order; the last steps by `w` from the carries. False, with nothing done, when the stage,
+    // its outputs or these lines' strides do not allow it.
     bool run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
 
 private:
+    bool scan_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
+    // Steps head.. of the lines by `w`, from the carries in `totals`.
+    void finish_rows(std::int64_t first, int n, std::int64_t head, Worker& w, LaneValues& totals) const;
+
     const Layout& L_;
     int dir_;
     SegLocalFn fn_ = nullptr;
