@@ -3,8 +3,9 @@
 // steps by Worker from the carries. Round 14 of issue 4: `ordered` runs, up to 32 rows and 16
 // steps at a time in Worker's order, so Worker's bits (NaN where Worker has NaN). Round 24:
 // other runs, each row's vectors through a log-step scan in registers (RowScanArgs), whose
-// machine code gives the interpreter's bits. Which groups take which, those bits, and that
-// whole scans through them match the reference.
+// machine code gives the interpreter's bits; and lanes side by side whose steps are rows
+// apart (SegLocal::run_cols), chunks of them through a few steps at a time, Worker's bits.
+// Which groups take which, those bits, and that whole scans through them match the reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,28 +22,31 @@ namespace {
 
 using namespace scanc::dsl;
 
-// A [lines, steps] f32 scan along the last dim of `f` over fresh contiguous tensors of special
-// values, and two sets of outputs to compare.
+// A [lines, steps] f32 scan along the last dim of `f` (or, `across`, a [steps, lines] one
+// along dim 0) over fresh contiguous tensors of special values, and two sets of outputs to
+// compare.
 struct Rows {
     cpu::Plan plan;
     std::vector<Tensor> ins, outs[2];
     cpu::Layout L;
 
     Rows(const CombineRef& f, std::int64_t lines, std::int64_t steps, bool epilogue, bool ordered,
-         std::mt19937_64& rng)
-        : plan(cpu::make_plan(*scan_program(f, DType::F32, 2, 1, false, epilogue))) {
+         std::mt19937_64& rng, bool across = false)
+        : plan(cpu::make_plan(*scan_program(f, DType::F32, 2, across ? 0 : 1, false, epilogue))) {
         const cpu::StageCode& code = plan.stages.at(0).code;
+        const std::vector<std::int64_t> sizes = across ? std::vector{steps, lines} : std::vector{lines, steps};
         for (int i = 0; i < f->num_leaves(); ++i) {
-            ins.push_back(Tensor::empty(DType::F32, {lines, steps}));
+            ins.push_back(Tensor::empty(DType::F32, sizes));
             fill_special(ins.back(), rng);
         }
         for (std::size_t o = 0; o < plan.stages.at(0).outputs.size(); ++o)
-            for (auto& set : outs) set.push_back(Tensor::empty(DType::F32, {lines, steps}));
-        L.sizes = {lines, steps};
-        L.d = 1;
+            for (auto& set : outs) set.push_back(Tensor::empty(DType::F32, sizes));
+        L.sizes = sizes;
+        L.d = across ? 0 : 1;
         L.steps = steps;
         L.lines = lines;
-        L.line_dims = {0};
+        L.line_dims = {across ? 1 : 0};
+        L.width = static_cast<int>(lines);
         L.reassociate = !ordered;
         for (std::size_t i = 0; i < ins.size(); ++i) {
             L.in.push_back(cpu::make_slot(ins[i].view(), L, false));
@@ -58,7 +62,7 @@ struct Rows {
     // Lines first.. first + n - 1 by Worker::run into output set `set`.
     void run_worker(int set, std::int64_t first, int n) {
         write_to(set);
-        cpu::Worker w(code(), L, cpu::kSubLanes);
+        cpu::Worker w(code(), L, L.width);
         w.set_lanes(n, [&](int l) { return first + l; }, [](int) { return 0; });
         w.run(L.steps, cpu::Mode::Scan);
     }
@@ -68,18 +72,29 @@ struct Rows {
         write_to(set);
         cpu::SegLocal seg(code(), L, 1, compile);
         if (compiled) *compiled = seg.rows_compiled();
-        cpu::Worker tail(code(), L, cpu::kSubLanes);
+        cpu::Worker tail(code(), L, L.width);
         cpu::LaneValues totals;
         return seg.run_rows(first, n, tail, totals);
+    }
+    // The same lines through run_cols (whether it took them).
+    bool run_cols(int set, std::int64_t first, int n) {
+        write_to(set);
+        cpu::SegLocal seg(code(), L, 1);
+        cpu::Worker rest(code(), L, L.width);
+        return seg.run_cols(first, n, rest);
     }
     // Values of those lines that differ between the two sets.
     std::int64_t differing(std::int64_t first, int n) const {
         std::int64_t bad = 0;
+        const bool across = L.d == 0;
         for (std::size_t o = 0; o < outs[0].size(); ++o) {
             const auto* x = static_cast<const std::uint32_t*>(outs[0][o].data());
             const auto* y = static_cast<const std::uint32_t*>(outs[1][o].data());
-            for (std::int64_t i = first * L.steps; i < (first + n) * L.steps; ++i)
-                bad += !same_value(x[i], y[i]);
+            for (std::int64_t l = first; l < first + n; ++l)
+                for (std::int64_t t = 0; t < L.steps; ++t) {
+                    std::int64_t i = across ? t * L.lines + l : l * L.steps + t;
+                    bad += !same_value(x[i], y[i]);
+                }
         }
         return bad;
     }
@@ -177,6 +192,37 @@ TEST(CpuSegRows, ReassociatedWholeScansMatchTheReference) {
             }
 }
 
+// Columns (lanes side by side, steps a row apart) through run_cols give Worker's bits, ordered
+// or not: every op, special values; whole chunks of lanes and a rest for Worker, from 2 steps
+// (the first is each lane's own) to 4 steps per pass and a shorter last pass.
+TEST(CpuSegRows, ColumnsEqualWorkersBitForBitWithSpecialValues) {
+    if (!cpu::mem_fns().seg_local || !cpu::seg_jit_built()) GTEST_SKIP() << "no machine code";
+    std::mt19937_64 rng(146);
+    for (std::int64_t lines : {128, 300, 1000})
+        for (std::int64_t steps : {2, 5, 33})
+            for (bool ordered : {false, true})
+                for (const CombineRef& f : {affine_combine(), three_leaves_combine(), affine_max_combine(),
+                                            max_min_combine(), integer_literals_combine(), every_op_combine()}) {
+                    Rows r(f, lines, steps, false, ordered, rng, /*across=*/true);
+                    std::string what = cat(f->name, " ", steps, "x", lines, ordered ? " ordered" : "");
+                    r.run_worker(0, 0, static_cast<int>(lines));
+                    // AVX2's 16 registers do not hold four leaves' program: Worker runs it.
+                    const bool fits = cpu::mem_fns().row_lanes == 16 || f->num_leaves() < 4;
+                    ASSERT_EQ(r.run_cols(1, 0, static_cast<int>(lines)), fits) << what;
+                    if (fits) EXPECT_EQ(r.differing(0, static_cast<int>(lines)), 0) << what;
+                }
+}
+
+TEST(CpuSegRows, ColumnsTakeMachineCodeFromOneChunkAndTwoStepsWithoutAnEpilogue) {
+    if (!cpu::mem_fns().seg_local || !cpu::seg_jit_built()) GTEST_SKIP() << "no machine code";
+    std::mt19937_64 rng(147);
+    EXPECT_TRUE(Rows(affine_combine(), 128, 2, false, false, rng, true).run_cols(0, 0, 128));
+    EXPECT_FALSE(Rows(affine_combine(), 128, 1, false, false, rng, true).run_cols(0, 0, 128));  // one step
+    EXPECT_FALSE(Rows(affine_combine(), 7, 64, false, false, rng, true).run_cols(0, 0, 7));     // under a chunk
+    EXPECT_FALSE(Rows(affine_combine(), 128, 64, true, false, rng, true).run_cols(0, 0, 128));  // an epilogue
+    EXPECT_FALSE(Rows(affine_combine(), 128, 64, false, false, rng).run_cols(0, 0, 128));  // rows
+}
+
 // Multipliers of +-1 and small integers: exact in any association, so whole scans equal the
 // reference bit for bit, ordered or not, for any thread count; large outputs stream (rows
 // 32-byte aligned or, at 4100 steps, not).
@@ -195,6 +241,25 @@ TEST(CpuSegRows, WholeScansAlongTheLastDimEqualTheReferenceBitwise) {
                 a[j] = rng() & 1 ? 1.0f : -1.0f;
             expect_bitwise(scan_program(affine_combine(), DType::F32, rank, rank - 1), in,
                            cat(sizes.front(), "x", sizes.back(), " layout ", int(layout)),
+                           {1, 2, 3});
+        }
+}
+
+// The same across rows: along dim 0 and a middle dim, chunks of columns and rests, large
+// outputs streamed (rows on whole vectors or, at 4100 columns, not), strided inputs.
+TEST(CpuSegRows, WholeScansAcrossRowsEqualTheReferenceBitwise) {
+    std::mt19937_64 rng(148);
+    for (auto [sizes, dim] : {std::pair{std::vector<std::int64_t>{4096, 1024}, 0}, {{33, 1000}, 0}, {{2, 131}, 0},
+                              {{1, 4099}, 0}, {{3, 17, 515}, 1}, {{1000, 4100}, 0}, {{257, 4104}, 0}})
+        for (Layout layout : {Layout::Contiguous, Layout::Strided}) {
+            int rank = static_cast<int>(sizes.size());
+            Inputs in;
+            in.add(DType::F32, sizes, Values::SmallInts, layout, rng);
+            in.add(DType::F32, sizes, Values::SmallInts, layout, rng);
+            auto* a = static_cast<float*>(in.storage[0].data());
+            for (std::int64_t j = 0; j < in.storage[0].numel(); ++j) a[j] = rng() & 1 ? 1.0f : -1.0f;
+            expect_bitwise(scan_program(affine_combine(), DType::F32, rank, dim), in,
+                           cat(sizes.front(), "x", sizes.back(), " dim ", dim, " layout ", int(layout)),
                            {1, 2, 3});
         }
 }

@@ -133,7 +133,7 @@ using SerialFn = void (*)(const std::byte* carry, const std::byte* x, std::ptrdi
                           bool stream);
 // Lanes from which SerialFn reads rows kRowsAtOnce at a time (fewer: lane by lane), in runs of
 // kRowsChunkBytes of each row; kWideRowsLanes: the runner's minimum for rows apart (worker.h).
-inline constexpr int kRowsLanes = 2, kRowsChunkBytes = 512, kWideRowsLanes = 64;
+inline constexpr int kRowsLanes = 2, kRowsChunkBytes = 512, kWideRowsLanes = 64, kRowsAtOnce = 4;
 // nullptr when `key` (a Binary op) has no serial form.
 SerialFn lookup_serial(const OpKey& key);
 SerialFn lookup_serial_baseline(const OpKey& key);
@@ -213,6 +213,22 @@ struct SegProgram {
 };
 // Rows rows[0..n) of `vectors` vectors each (ops_row_scan.inc), by row_jit where compiled.
 using RowScanFn = void (*)(const SegProgram& p, RowScanArgs* rows, int n, std::int64_t vectors);
+
+// Lanes side by side in memory whose steps are apart (a scan along dim 0 or a middle dim), as
+// machine code (seg_jit.h, SegLocal::run_cols): `chunks` chunks of `lanes` lanes, each through
+// `rows` steps from its carries, each lane combined in order (Worker's bits).
+struct ColScanArgs {
+    const float* in[RowScanArgs::kMaxLeaves];  // per leaf: chunk 0's first lane at the first step
+    float* out[RowScanArgs::kMaxLeaves];       // likewise per stored leaf
+    std::int64_t in_step, out_step;            // bytes from one step to the next
+    float* carries;                            // per chunk and leaf, its lanes' carries (updated)
+    std::int64_t rows, chunks;
+};
+using ColScanJitFn = void (*)(const ColScanArgs* a);
+struct ColScanFns {
+    ColScanJitFn fns[2];  // {plain stores, streaming stores}
+    int lanes;            // per chunk
+};
 struct SegArgs {
     const float* in[SegProgram::kMaxLeaves];  // per leaf: lane 0's walking step 0 (forward, step 1)
     float* out[SegProgram::kMaxLeaves];       // per leaf: lane 0's scan at step 0; null: not kept

@@ -70,14 +70,16 @@ namespace {
 void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode,
                std::vector<ThreadState>& ts) {
     std::int64_t groups = ceil_div(L.lines, L.width);
-    // Generic stages along rows of memory (strided lanes) in SIMD registers where the stage
-    // allows (seg_local.h, run_rows; the same results): no tiles, gathers or scatters.
+    // Generic stages along rows of memory (strided lanes), or across them (steps apart), in
+    // SIMD registers where the stage allows (seg_local.h, run_rows and run_cols): no tiles,
+    // gathers or scatters.
     const SegLocal* seg = mode == Mode::Scan && !code.serial ? &ts[0].seg_local(code, L, 1) : nullptr;
     ThreadPool::instance().run(threads, [&](int p) {
         Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
         for (std::int64_t g = groups * p / threads; g < groups * (p + 1) / threads; ++g) {
             int n = static_cast<int>(std::min<std::int64_t>(L.width, L.lines - g * L.width));
-            if (seg && seg->run_rows(g * L.width, n, w, ts[p].totals)) continue;
+            if (seg && (seg->run_rows(g * L.width, n, w, ts[p].totals) || seg->run_cols(g * L.width, n, w)))
+                continue;
             w.set_lanes(n, [&](int l) { return g * L.width + l; }, [](int) { return 0; });
             w.run(L.steps, mode);
         }

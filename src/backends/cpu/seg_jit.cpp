@@ -80,34 +80,61 @@ void emit_op(Xbyak::CodeGenerator& c, const SegOp& o, const V& d, Src&& src, con
     }
 }
 
-// The program's constants as 4-byte words at `at`.
-void emit_consts(Xbyak::CodeGenerator& c, const SegProgram& p, Xbyak::Label& at) {
-    c.align(4);
-    c.L(at);
-    for (auto [r, v] : p.consts) {
-        std::uint32_t bits;
-        std::memcpy(&bits, &v, 4);
-        c.dd(bits);
+// What every generator shares: the registers of the program's values, and its end.
+class Generator : public Xbyak::CodeGenerator {
+public:
+    bool ok = false;  // false when the registers do not fit
+
+protected:
+    Generator() : Xbyak::CodeGenerator(1 << 16, Xbyak::DontSetProtectRWE) {}
+
+    // Physical registers 0.. for the program's constants, then one per register an op writes.
+    static std::map<int, int> op_registers(const SegProgram& p) {
+        std::map<int, int> phys;
+        for (auto [r, v] : p.consts) phys.emplace(r, static_cast<int>(phys.size()));
+        for (const SegOp& o : p.ops) phys.emplace(o.dst, static_cast<int>(phys.size()));
+        return phys;
     }
-}
+    // Loads each constant's register from the data at `consts` (finish() writes it there).
+    template <class V>
+    void load_consts(const SegProgram& p, std::map<int, int>& phys, Xbyak::Label& consts) {
+        for (std::size_t i = 0; i < p.consts.size(); ++i)
+            vbroadcastss(V(phys[p.consts[i].first]), ptr[rip + consts + static_cast<int>(4 * i)]);
+    }
+    void leave() {
+        vzeroupper();
+        ret();
+    }
+    // After the code and any data of its own: the constants as 4-byte words at `consts`; the
+    // code made read-only and executable.
+    void finish(const SegProgram& p, Xbyak::Label& consts) {
+        align(4);
+        L(consts);
+        for (auto [r, v] : p.consts) {
+            std::uint32_t bits;
+            std::memcpy(&bits, &v, 4);
+            dd(bits);
+        }
+        setProtectModeRE();
+        ok = true;
+    }
+};
 
 // One variant: `steps` steps (a loop), each G groups of vector registers of type V (Ymm: W = 8,
 // Zmm: W = 16) through the program's ops in order.
 template <class V>
-class StepCode : public Xbyak::CodeGenerator {
+class StepCode : public Generator {
     static constexpr int kBytes = Width<V>::kBytes, kRegs = Width<V>::kRegs, kScratch = 5;
 
 public:
     // Throws Xbyak::Error when the code does not fit; `ok` false when the registers do not.
-    StepCode(const SegProgram& p, int G, int S) : Xbyak::CodeGenerator(1 << 16, Xbyak::DontSetProtectRWE) {
+    StepCode(const SegProgram& p, int G, int S) {
         // Physical registers: one per constant (filled once), one per register an op writes,
         // kScratch for operands loaded from memory and min / max masks, and, where they fit,
         // one per leaf and group for the carries, which then pass from step to step in
         // registers instead of through their stores and loads (affine along the last dim of
         // 4096x4096, 2 threads, medians of three runs: 8.58-9.75 -> 7.75-8.41 ms).
-        std::map<int, int> phys;
-        for (auto [r, v] : p.consts) phys.emplace(r, static_cast<int>(phys.size()));
-        for (const SegOp& o : p.ops) phys.emplace(o.dst, static_cast<int>(phys.size()));
+        std::map<int, int> phys = op_registers(p);
         const int scratch = static_cast<int>(phys.size()), carries = scratch + kScratch;
         if (carries > kRegs) return;
         const bool carry_regs = carries + p.leaves * G <= kRegs;
@@ -115,8 +142,7 @@ public:
         const Xbyak::Reg64 in = rdi, out = rsi, n = rdx;
         const int in_leaf = S * G * kBytes, out_leaf = (S + 1) * G * kBytes;
         Xbyak::Label consts, loop;
-        for (std::size_t i = 0; i < p.consts.size(); ++i)
-            vbroadcastss(V(phys[p.consts[i].first]), ptr[rip + consts + static_cast<int>(4 * i)]);
+        load_consts<V>(p, phys, consts);
         if (carry_regs)
             for (int k = 0; k < p.leaves; ++k)
                 for (int g = 0; g < G; ++g) vmovups(carry_reg(k, g), ptr[out + k * out_leaf + g * kBytes]);
@@ -149,13 +175,9 @@ public:
         add(out, G * kBytes);
         dec(n);
         jnz(loop, T_NEAR);
-        vzeroupper();
-        ret();
-        emit_consts(*this, p, consts);
-        setProtectModeRE();
-        ok = true;
+        leave();
+        finish(p, consts);
     }
-    bool ok = false;
 };
 
 // Rows of RowScanArgs (ops_row_scan.inc's steps, the same bits): per vector, log2 W levels,
@@ -164,16 +186,13 @@ public:
 // Every value lives in a register: the vectors, their shifted copies, the carries, the
 // program's constants and the ops' results.
 template <class V>
-class RowScanCode : public Xbyak::CodeGenerator {
+class RowScanCode : public Generator {
     static constexpr bool kWide = Width<V>::kWide;
     static constexpr int kBytes = Width<V>::kBytes, kRegs = Width<V>::kRegs, kLanes = kBytes / 4;
 
 public:
-    RowScanCode(const SegProgram& p, bool stream)
-        : Xbyak::CodeGenerator(1 << 16, Xbyak::DontSetProtectRWE) {
-        std::map<int, int> phys;
-        for (auto [r, v] : p.consts) phys.emplace(r, static_cast<int>(phys.size()));
-        for (const SegOp& o : p.ops) phys.emplace(o.dst, static_cast<int>(phys.size()));
+    RowScanCode(const SegProgram& p, bool stream) {
+        std::map<int, int> phys = op_registers(p);
         const int leaves = p.leaves, base = static_cast<int>(phys.size());
         auto x = [&](int k) { return V(base + k); };
         auto left = [&](int k) { return V(base + leaves + k); };
@@ -186,8 +205,7 @@ public:
         const Xbyak::Reg64 in[4] = {r8, r9, r10, r11};
         Xbyak::Label consts, last_lane, shifts, row, loop, done;
         push(r12);
-        for (std::size_t i = 0; i < p.consts.size(); ++i)
-            vbroadcastss(V(phys[p.consts[i].first]), ptr[rip + consts + static_cast<int>(4 * i)]);
+        load_consts<V>(p, phys, consts);
         vpbroadcastd(last, ptr[rip + last_lane]);
         if constexpr (kWide) {
             vpxord(zero, zero, zero);
@@ -259,19 +277,85 @@ public:
         dec(rows);
         jnz(row, T_NEAR);
         pop(r12);
-        vzeroupper();
-        ret();
-        emit_consts(*this, p, consts);
+        leave();
         L(last_lane);
         dd(kLanes - 1);
         align(32);
         L(shifts);  // AVX2: lane i of level d's permutation reads lane max(i - d, 0)
         for (int d = 1; d < 8; d *= 2)
             for (int i = 0; i < 8; ++i) dd(i >= d ? i - d : 0);
-        setProtectModeRE();
-        ok = true;
+        finish(p, consts);
     }
-    bool ok = false;
+};
+
+// Chunks of ColScanArgs: per chunk, the carries of G vectors of lanes per leaf into registers,
+// then per step and vector the program's ops (each element loaded where an op reads it), the
+// stored leaves' results written and the carries replaced; the carries back to memory.
+template <class V>
+class ColScanCode : public Generator {
+    static constexpr int kBytes = Width<V>::kBytes, kRegs = Width<V>::kRegs, kScratch = 5;
+
+public:
+    ColScanCode(const SegProgram& p, int G, unsigned stored, bool stream) {
+        std::map<int, int> phys = op_registers(p);
+        const int leaves = p.leaves, scratch = static_cast<int>(phys.size()), carries = scratch + kScratch;
+        if (carries + leaves * G > kRegs) return;
+        auto carry = [&](int k, int g) { return V(carries + k * G + g); };
+        auto at = [&](int k, int g) { return (k * G + g) * kBytes; };  // in a chunk's carries
+        // rdi: the arguments; r8..r11: the chunk's inputs, r12..r15: its outputs, rbx: its
+        // carries, rbp: chunks left; rax, rdx: the step's offsets in and out; rcx: steps left.
+        const Xbyak::Reg64 args = rdi, in[4] = {r8, r9, r10, r11}, out[4] = {r12, r13, r14, r15};
+        const Xbyak::Reg64 cbuf = rbx, chunks = rbp, in_at = rax, out_at = rdx, n = rcx;
+        Xbyak::Label consts, chunk, row;
+        for (const auto& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+        for (int k = 0; k < leaves; ++k) {
+            mov(in[k], ptr[args + offsetof(ColScanArgs, in) + 8 * k]);
+            if (stored >> k & 1) mov(out[k], ptr[args + offsetof(ColScanArgs, out) + 8 * k]);
+        }
+        mov(cbuf, ptr[args + offsetof(ColScanArgs, carries)]);
+        mov(chunks, ptr[args + offsetof(ColScanArgs, chunks)]);
+        load_consts<V>(p, phys, consts);
+        L(chunk);
+        for (int k = 0; k < leaves; ++k)
+            for (int g = 0; g < G; ++g) vmovups(carry(k, g), ptr[cbuf + at(k, g)]);
+        xor_(in_at, in_at);
+        xor_(out_at, out_at);
+        mov(n, ptr[args + offsetof(ColScanArgs, rows)]);
+        L(row);
+        for (int g = 0; g < G; ++g) {
+            auto src = [&](int r, int s) -> V {
+                for (int k = 0; k < leaves; ++k) {
+                    if (r == p.x[k]) return vmovups(V(scratch + s), ptr[in[k] + in_at + g * kBytes]), V(scratch + s);
+                    if (r == p.carry[k]) return carry(k, g);
+                }
+                return V(phys.at(r));
+            };
+            for (const SegOp& o : p.ops) emit_op(*this, o, V(phys.at(o.dst)), src, V(scratch + 3), V(scratch + 4));
+            for (int k = 0; k < leaves; ++k) {
+                const V next(phys.at(p.next[k]));
+                if (stored >> k & 1) {
+                    if (stream) vmovntps(ptr[out[k] + out_at + g * kBytes], next);
+                    else vmovups(ptr[out[k] + out_at + g * kBytes], next);
+                }
+            }
+            for (int k = 0; k < leaves; ++k) vmovaps(carry(k, g), V(phys.at(p.next[k])));
+        }
+        add(in_at, ptr[args + offsetof(ColScanArgs, in_step)]);
+        add(out_at, ptr[args + offsetof(ColScanArgs, out_step)]);
+        dec(n);
+        jnz(row, T_NEAR);
+        for (int k = 0; k < leaves; ++k) {
+            for (int g = 0; g < G; ++g) vmovups(ptr[cbuf + at(k, g)], carry(k, g));
+            add(in[k], G * kBytes);
+            if (stored >> k & 1) add(out[k], G * kBytes);
+        }
+        add(cbuf, leaves * G * kBytes);
+        dec(chunks);
+        jnz(chunk, T_NEAR);
+        for (const auto& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
+        leave();
+        finish(p, consts);
+    }
 };
 
 struct Variant {
@@ -292,17 +376,10 @@ struct Compiled {
     SegStepFns fns{};
 };
 
-// One variant's code, or null when its registers do not fit.
-template <class V>
-std::unique_ptr<Xbyak::CodeGenerator> step_code(const SegProgram& p, const Variant& v) {
-    auto code = std::make_unique<StepCode<V>>(p, v.G, v.S);
-    if (!code->ok) return nullptr;
-    return code;
-}
-
-template <class V>
-std::unique_ptr<Xbyak::CodeGenerator> row_code(const SegProgram& p, bool stream) {
-    auto code = std::make_unique<RowScanCode<V>>(p, stream);
+// A generator's code, or null when its registers do not fit.
+template <class Code, class... Args>
+std::unique_ptr<Xbyak::CodeGenerator> fitted(const Args&... args) {
+    auto code = std::make_unique<Code>(args...);
     if (!code->ok) return nullptr;
     return code;
 }
@@ -312,7 +389,7 @@ std::unique_ptr<Compiled> compile(const SegProgram& p, Isa isa) {
     for (const Variant& v : kVariants) {
         if (v.W == 16 && isa != Isa::Avx512) continue;
         try {
-            auto gen = v.W == 16 ? step_code<Xbyak::Zmm>(p, v) : step_code<Xbyak::Ymm>(p, v);
+            auto gen = v.W == 16 ? fitted<StepCode<Xbyak::Zmm>>(p, v.G, v.S) : fitted<StepCode<Xbyak::Ymm>>(p, v.G, v.S);
             if (!gen) return nullptr;
             c->fns[seg_step_slot(v.W, v.G, v.S)] = gen->getCode<SegStepFn>();
             c->code.push_back(std::move(gen));
@@ -339,6 +416,41 @@ std::string program_key(const SegProgram& p, Isa isa) {
 
 bool seg_jit_built() { return true; }
 
+const ColScanFns* col_scan_jit(const SegProgram& p, Isa isa, unsigned stored) {
+    if (isa == Isa::Baseline) return nullptr;
+    struct Cols {
+        std::vector<std::unique_ptr<Xbyak::CodeGenerator>> code;
+        ColScanFns fns{};
+    };
+    static std::mutex mutex;
+    static std::map<std::string, std::unique_ptr<Cols>> compiled;  // kept for the process
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, fresh] = compiled.try_emplace(program_key(p, isa) + "cols" + std::to_string(stored));
+    if (!fresh) return it->second ? &it->second->fns : nullptr;
+    const bool wide = isa == Isa::Avx512;
+    // The widest chunk whose carries fit in registers: 8 vectors (512 bytes with AVX-512).
+    for (int G = wide ? 8 : 4; G >= 1; G /= 2) {
+        auto cols = std::make_unique<Cols>();
+        try {
+            for (bool stream : {false, true}) {
+                std::unique_ptr<Xbyak::CodeGenerator> gen;
+                if (wide) gen = fitted<ColScanCode<Xbyak::Zmm>>(p, G, stored, stream);
+                else gen = fitted<ColScanCode<Xbyak::Ymm>>(p, G, stored, stream);
+                if (!gen) break;
+                cols->fns.fns[stream] = gen->getCode<ColScanJitFn>();
+                cols->code.push_back(std::move(gen));
+            }
+        } catch (const Xbyak::Error&) {
+            return nullptr;
+        }
+        if (cols->code.size() < 2) continue;
+        cols->fns.lanes = G * (wide ? 16 : 8);
+        it->second = std::move(cols);
+        return &it->second->fns;
+    }
+    return nullptr;
+}
+
 const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa) {
     if (isa == Isa::Baseline) return nullptr;
     struct Rows {
@@ -354,8 +466,8 @@ const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa) {
     try {
         for (bool stream : {false, true}) {
             std::unique_ptr<Xbyak::CodeGenerator> gen;
-            if (isa == Isa::Avx512) gen = row_code<Xbyak::Zmm>(p, stream);
-            else gen = row_code<Xbyak::Ymm>(p, stream);
+            if (isa == Isa::Avx512) gen = fitted<RowScanCode<Xbyak::Zmm>>(p, stream);
+            else gen = fitted<RowScanCode<Xbyak::Ymm>>(p, stream);
             if (!gen) return nullptr;
             rows->fns[stream] = gen->getCode<RowScanJitFn>();
             rows->code.push_back(std::move(gen));
@@ -382,6 +494,7 @@ const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa) {
 bool seg_jit_built() { return false; }
 const SegStepFn* seg_jit_fns(const SegProgram&, Isa) { return nullptr; }
 const RowScanJitFn* row_scan_jit_fns(const SegProgram&, Isa) { return nullptr; }
+const ColScanFns* col_scan_jit(const SegProgram&, Isa, unsigned) { return nullptr; }
 
 #endif
 

@@ -26,4 +26,8 @@ const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa);
 // null as above. Compiled once per distinct program in the process, like the steps.
 const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa);
 
+// `p`'s column scan (ColScanArgs) for `isa`, storing the leaves in mask `stored`, with chunks
+// as wide as its registers allow (up to 8 vectors); null as above.
+const ColScanFns* col_scan_jit(const SegProgram& p, Isa isa, unsigned stored);
+
 }  // namespace scanc::cpu

@@ -43,6 +43,12 @@ public:
     // order; the last steps by `w` from the carries. False, with nothing done, when the stage,
     // its outputs or these lines' strides do not allow it.
     bool run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
+    // The same for lines side by side in memory whose steps are apart (a scan along dim 0 or a
+    // middle dim; issue 4, round 24), by ColScanArgs' machine code: chunks of lanes through a
+    // few steps at a time from their carries, each lane combined in order (Worker's bits, so
+    // `ordered` runs too); the lanes past the last whole chunk by `w`. False, with nothing
+    // done, without machine code or when the stage or the lines do not allow it.
+    bool run_cols(std::int64_t first, int n, Worker& w) const;
 
 private:
     bool scan_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
@@ -56,6 +62,7 @@ private:
     int slot_[SegProgram::kMaxLeaves] = {};  // per leaf: the input slot its x reads
     int out_of_[SegProgram::kMaxLeaves] = {};  // per leaf: the output storing it, or -1
     bool rows_ = false;  // run_rows may run
+    const ColScanFns* cols_ = nullptr;  // run_cols' code
 };
 
 }  // namespace scanc::cpu
