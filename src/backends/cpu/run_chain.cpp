@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <thread>
 
 #include "fixup.h"
@@ -55,8 +56,8 @@ public:
         }
         return &values_[b * leaves_];
     }
-    void publish(std::size_t b, const std::uint64_t* value) {
-        std::copy(value, value + leaves_, values_.begin() + b * leaves_);
+    void publish(std::size_t b, std::span<const std::uint64_t> value) {  // the chain's leaves
+        std::copy(value.begin(), value.end(), values_.begin() + b * leaves_);
         ready_[b].flag.store(1, std::memory_order_release);
     }
     // Runs fn(p, b) for thread p's blocks b = p, p + threads, ...; a failure stops the waits.
@@ -119,7 +120,7 @@ void run_one_op(const StageCode& code, const Layout& L, int threads, std::vector
             w.fold(0, &running, &total);
             total = running;
         }
-        chain.publish(b, &total);
+        chain.publish(b, {&total, 1});
         // The scan brings this thread's next block into L2 (a prefetch per line it writes), so
         // that block's reduce reads L2, not DRAM, and the reads overlap these writes (Intel
         // VM, 2 threads, 2^26: 14.9-15.8 -> 12.4-13.6 ms). The last block: ahead of itself.
@@ -207,7 +208,7 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
             else std::copy(st.totals.at(i), st.totals.at(i) + leaves, st.run.begin());
             has = true;
         }
-        chain.publish(b, st.run.data());
+        chain.publish(b, st.run);
         // Phase 3, prefetching this thread's next block so these writes overlap its reads.
         if (b + threads < chain.blocks.size()) {
             const Block& nb = chain.blocks[b + threads];
