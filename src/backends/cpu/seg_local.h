@@ -38,10 +38,10 @@ public:
              int i) const;
 
     // Lines first.. first + n - 1 scanned whole into the outputs (Mode::Scan; issue 4, round 14):
-    // reassociated, row by row in registers (RowScanArgs, round 24), else (`ordered`, or a
-    // combine whose result is not an op's) up to 32 lines and 16 steps at a time in Worker's
-    // order; the last steps by `w` from the carries. False, with nothing done, when the stage,
-    // its outputs or these lines' strides do not allow it.
+    // reassociated, row by row in registers (RowScanArgs, round 24), else (`ordered` runs) up
+    // to 32 lines and 16 steps at a time in Worker's order; the last steps by `w` from the
+    // carries. False, with nothing done, when the stage, its outputs or these lines' strides do
+    // not allow it.
     bool run_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
     // The same for lines side by side in memory whose steps are apart (a scan along dim 0 or a
     // middle dim; issue 4, round 24), by ColScanArgs' machine code: chunks of lanes through a
