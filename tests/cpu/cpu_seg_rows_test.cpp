@@ -209,7 +209,9 @@ TEST(CpuSegRows, ColumnsEqualWorkersBitForBitWithSpecialValues) {
                     // AVX2's 16 registers do not hold four leaves' program: Worker runs it.
                     const bool fits = cpu::mem_fns().row_lanes == 16 || f->num_leaves() < 4;
                     ASSERT_EQ(r.run_cols(1, 0, static_cast<int>(lines)), fits) << what;
-                    if (fits) EXPECT_EQ(r.differing(0, static_cast<int>(lines)), 0) << what;
+                    if (fits) {
+                        EXPECT_EQ(r.differing(0, static_cast<int>(lines)), 0) << what;
+                    }
                 }
 }
 
