@@ -195,7 +195,8 @@ using SegStepFns = SegStepFn[kSegStepVariants];
 struct RowScanArgs {
     static constexpr int kMaxLeaves = 4;
     const float* in[kMaxLeaves];  // per leaf: the row's first element
-    float* out[kMaxLeaves];       // per leaf: where its scan goes; null: not stored
+    float* out[kMaxLeaves];       // per leaf: where its scan goes; null: not stored (as the
+                                  // machine code's mask of stored leaves says)
     float carry[kMaxLeaves];      // written: the row's last scanned value per leaf
     bool stream;                  // streaming stores (each kept out[k] aligned to whole vectors)
 };

@@ -191,7 +191,7 @@ class RowScanCode : public Generator {
     static constexpr int kBytes = Width<V>::kBytes, kRegs = Width<V>::kRegs, kLanes = kBytes / 4;
 
 public:
-    RowScanCode(const SegProgram& p, bool stream) {
+    RowScanCode(const SegProgram& p, unsigned stored, bool stream) {
         std::map<int, int> phys = op_registers(p);
         const int leaves = p.leaves, base = static_cast<int>(phys.size());
         auto x = [&](int k) { return V(base + k); };
@@ -200,11 +200,11 @@ public:
         const V last(base + 3 * leaves), t0(base + 3 * leaves + 1), t1(base + 3 * leaves + 2), zero(base + 3 * leaves + 3);
         if (base + 3 * leaves + 3 + (kWide ? 1 : 0) > kRegs) return;
         // rdi: the row, rsi: rows left, rdx: vectors per row; rcx: vectors left in the row,
-        // rax: the vector's byte offset, r8..r11: the row's inputs, r12: an output.
-        const Xbyak::Reg64 args = rdi, rows = rsi, vectors = rdx, n = rcx, at = rax, dst = r12;
-        const Xbyak::Reg64 in[4] = {r8, r9, r10, r11};
+        // rax: the vector's byte offset, r8..r11: the row's inputs, r12..r15: its outputs.
+        const Xbyak::Reg64 args = rdi, rows = rsi, vectors = rdx, n = rcx, at = rax;
+        const Xbyak::Reg64 in[4] = {r8, r9, r10, r11}, out[4] = {r12, r13, r14, r15};
         Xbyak::Label consts, last_lane, shifts, row, loop, done;
-        push(r12);
+        for (const auto& r : out) push(r);
         load_consts<V>(p, phys, consts);
         vpbroadcastd(last, ptr[rip + last_lane]);
         if constexpr (kWide) {
@@ -249,20 +249,20 @@ public:
                 for (int k = 0; k < leaves; ++k) vmovaps(x(k), next(k));
             }
             for (int k = 0; k < leaves; ++k) {
-                Xbyak::Label skip;
-                mov(dst, ptr[args + offsetof(RowScanArgs, out) + 8 * k]);
-                test(dst, dst);  // a leaf not stored
-                jz(skip);
-                if (stream) vmovntps(ptr[dst + at], x(k));
-                else vmovups(ptr[dst + at], x(k));
-                L(skip);
+                if (stored >> k & 1) {
+                    if (stream) vmovntps(ptr[out[k] + at], x(k));
+                    else vmovups(ptr[out[k] + at], x(k));
+                }
                 vpermps(carry(k), last, x(k));
             }
             add(at, kBytes);
             dec(n);
         };
         L(row);
-        for (int k = 0; k < leaves; ++k) mov(in[k], ptr[args + offsetof(RowScanArgs, in) + 8 * k]);
+        for (int k = 0; k < leaves; ++k) {
+            mov(in[k], ptr[args + offsetof(RowScanArgs, in) + 8 * k]);
+            if (stored >> k & 1) mov(out[k], ptr[args + offsetof(RowScanArgs, out) + 8 * k]);
+        }
         xor_(at, at);
         mov(n, vectors);
         vector(false);
@@ -276,7 +276,7 @@ public:
         add(args, sizeof(RowScanArgs));
         dec(rows);
         jnz(row, T_NEAR);
-        pop(r12);
+        for (const auto& r : {r15, r14, r13, r12}) pop(r);
         leave();
         L(last_lane);
         dd(kLanes - 1);
@@ -370,41 +370,60 @@ constexpr std::array<Variant, kSegStepVariants> kVariants = [] {
     return v;
 }();
 
-// Every variant of one program, or none.
-struct Compiled {
+// Code kept for the process, and the functions it holds.
+template <class Fns>
+struct Kept {
     std::vector<std::unique_ptr<Xbyak::CodeGenerator>> code;
-    SegStepFns fns{};
+    Fns fns{};
+    // `gen`'s code as `fn`; false, nothing added, for null (registers that do not fit).
+    template <class Fn>
+    bool add(std::unique_ptr<Xbyak::CodeGenerator> gen, Fn& fn) {
+        if (!gen) return false;
+        fn = gen->getCode<Fn>();
+        code.push_back(std::move(gen));
+        return true;
+    }
 };
 
-// A generator's code, or null when its registers do not fit.
-template <class Code, class... Args>
-std::unique_ptr<Xbyak::CodeGenerator> fitted(const Args&... args) {
-    auto code = std::make_unique<Code>(args...);
-    if (!code->ok) return nullptr;
-    return code;
+// Code<Zmm> (`wide`) or Code<Ymm> for `args`, or null when its registers do not fit.
+template <template <class> class Code, class... Args>
+std::unique_ptr<Xbyak::CodeGenerator> fitted(bool wide, const Args&... args) {
+    std::unique_ptr<Xbyak::CodeGenerator> code;
+    bool ok;
+    if (wide) {
+        auto c = std::make_unique<Code<Xbyak::Zmm>>(args...);
+        ok = c->ok, code = std::move(c);
+    } else {
+        auto c = std::make_unique<Code<Xbyak::Ymm>>(args...);
+        ok = c->ok, code = std::move(c);
+    }
+    return ok ? std::move(code) : nullptr;
 }
 
-std::unique_ptr<Compiled> compile(const SegProgram& p, Isa isa) {
-    auto c = std::make_unique<Compiled>();
-    for (const Variant& v : kVariants) {
-        if (v.W == 16 && isa != Isa::Avx512) continue;
+// make()'s code, built once per key in this process and kept (null: it cannot be, also when
+// Xbyak finds it too large): a new shape or executable of the same combine compiles nothing.
+template <class Fns, class Make>
+const Kept<Fns>* kept(const std::string& key, Make make) {
+    static std::mutex mutex;
+    static std::map<std::string, std::unique_ptr<Kept<Fns>>> all;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, fresh] = all.try_emplace(key);
+    if (fresh) {
         try {
-            auto gen = v.W == 16 ? fitted<StepCode<Xbyak::Zmm>>(p, v.G, v.S) : fitted<StepCode<Xbyak::Ymm>>(p, v.G, v.S);
-            if (!gen) return nullptr;
-            c->fns[seg_step_slot(v.W, v.G, v.S)] = gen->getCode<SegStepFn>();
-            c->code.push_back(std::move(gen));
+            it->second = make();
         } catch (const Xbyak::Error&) {
-            return nullptr;
+            it->second = nullptr;
         }
     }
-    return c;
+    return it->second.get();
 }
 
 // What the compiled code depends on, as bytes.
-std::string program_key(const SegProgram& p, Isa isa) {
+std::string program_key(const SegProgram& p, Isa isa, unsigned stored = 0) {
     std::string key;
     auto put = [&](auto v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
     put(static_cast<int>(isa));
+    put(stored);
     put(p.leaves);
     for (int k = 0; k < p.leaves; ++k) put(p.carry[k]), put(p.x[k]), put(p.next[k]);
     for (const SegOp& o : p.ops) put(o.kind), put(o.dst), put(o.a), put(o.b), put(o.c);
@@ -412,88 +431,62 @@ std::string program_key(const SegProgram& p, Isa isa) {
     return key;
 }
 
+// Code<V>(args..., stream) with plain stores into fns[0] and streaming ones into fns[1].
+template <template <class> class Code, class Fns, class Fn, class... Args>
+bool both_stores(Kept<Fns>& k, Fn* fns, bool wide, const Args&... args) {
+    return k.add(fitted<Code>(wide, args..., false), fns[0]) && k.add(fitted<Code>(wide, args..., true), fns[1]);
+}
+
 }  // namespace
 
 bool seg_jit_built() { return true; }
 
-const ColScanFns* col_scan_jit(const SegProgram& p, Isa isa, unsigned stored) {
-    if (isa == Isa::Baseline) return nullptr;
-    struct Cols {
-        std::vector<std::unique_ptr<Xbyak::CodeGenerator>> code;
-        ColScanFns fns{};
-    };
-    static std::mutex mutex;
-    static std::map<std::string, std::unique_ptr<Cols>> compiled;  // kept for the process
-    std::lock_guard<std::mutex> lock(mutex);
-    auto [it, fresh] = compiled.try_emplace(program_key(p, isa) + "cols" + std::to_string(stored));
-    if (!fresh) return it->second ? &it->second->fns : nullptr;
-    const bool wide = isa == Isa::Avx512;
-    // The widest chunk whose carries fit in registers: 8 vectors (512 bytes with AVX-512).
-    for (int G = wide ? 8 : 4; G >= 1; G /= 2) {
-        auto cols = std::make_unique<Cols>();
-        try {
-            for (bool stream : {false, true}) {
-                std::unique_ptr<Xbyak::CodeGenerator> gen;
-                if (wide) gen = fitted<ColScanCode<Xbyak::Zmm>>(p, G, stored, stream);
-                else gen = fitted<ColScanCode<Xbyak::Ymm>>(p, G, stored, stream);
-                if (!gen) break;
-                cols->fns.fns[stream] = gen->getCode<ColScanJitFn>();
-                cols->code.push_back(std::move(gen));
-            }
-        } catch (const Xbyak::Error&) {
-            return nullptr;
-        }
-        if (cols->code.size() < 2) continue;
-        cols->fns.lanes = G * (wide ? 16 : 8);
-        it->second = std::move(cols);
-        return &it->second->fns;
-    }
-    return nullptr;
-}
-
-const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa) {
-    if (isa == Isa::Baseline) return nullptr;
-    struct Rows {
-        std::vector<std::unique_ptr<Xbyak::CodeGenerator>> code;
-        RowScanJitFn fns[2] = {};
-    };
-    static std::mutex mutex;
-    static std::map<std::string, std::unique_ptr<Rows>> compiled;  // kept for the process
-    std::lock_guard<std::mutex> lock(mutex);
-    auto [it, fresh] = compiled.try_emplace(program_key(p, isa));
-    if (!fresh) return it->second ? it->second->fns : nullptr;
-    auto rows = std::make_unique<Rows>();
-    try {
-        for (bool stream : {false, true}) {
-            std::unique_ptr<Xbyak::CodeGenerator> gen;
-            if (isa == Isa::Avx512) gen = fitted<RowScanCode<Xbyak::Zmm>>(p, stream);
-            else gen = fitted<RowScanCode<Xbyak::Ymm>>(p, stream);
-            if (!gen) return nullptr;
-            rows->fns[stream] = gen->getCode<RowScanJitFn>();
-            rows->code.push_back(std::move(gen));
-        }
-    } catch (const Xbyak::Error&) {
-        return nullptr;
-    }
-    it->second = std::move(rows);
-    return it->second->fns;
-}
-
 const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa) {
     if (isa == Isa::Baseline) return nullptr;
-    static std::mutex mutex;
-    static std::map<std::string, std::unique_ptr<Compiled>> compiled;  // kept for the process
-    std::lock_guard<std::mutex> lock(mutex);
-    auto [it, fresh] = compiled.try_emplace(program_key(p, isa));
-    if (fresh) it->second = compile(p, isa);
-    return it->second ? it->second->fns : nullptr;
+    auto* k = kept<SegStepFns>(program_key(p, isa), [&] {
+        auto c = std::make_unique<Kept<SegStepFns>>();
+        for (const Variant& v : kVariants) {
+            if (v.W == 16 && isa != Isa::Avx512) continue;
+            if (!c->add(fitted<StepCode>(v.W == 16, p, v.G, v.S), c->fns[seg_step_slot(v.W, v.G, v.S)]))
+                return std::unique_ptr<Kept<SegStepFns>>();
+        }
+        return c;
+    });
+    return k ? k->fns : nullptr;
+}
+
+const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa, unsigned stored) {
+    if (isa == Isa::Baseline) return nullptr;
+    using Fns = std::array<RowScanJitFn, 2>;
+    auto* k = kept<Fns>(program_key(p, isa, stored), [&] {
+        auto c = std::make_unique<Kept<Fns>>();
+        if (!both_stores<RowScanCode>(*c, c->fns.data(), isa == Isa::Avx512, p, stored)) c.reset();
+        return c;
+    });
+    return k ? k->fns.data() : nullptr;
+}
+
+const ColScanFns* col_scan_jit(const SegProgram& p, Isa isa, unsigned stored) {
+    if (isa == Isa::Baseline) return nullptr;
+    const bool wide = isa == Isa::Avx512;
+    auto* k = kept<ColScanFns>(program_key(p, isa, stored), [&] {
+        // The widest chunk whose carries fit in registers: 8 vectors (512 bytes with AVX-512).
+        for (int G = wide ? 8 : 4; G >= 1; G /= 2) {
+            auto c = std::make_unique<Kept<ColScanFns>>();
+            if (!both_stores<ColScanCode>(*c, c->fns.fns, wide, p, G, stored)) continue;
+            c->fns.lanes = G * (wide ? 16 : 8);
+            return c;
+        }
+        return std::unique_ptr<Kept<ColScanFns>>();
+    });
+    return k ? &k->fns : nullptr;
 }
 
 #else
 
 bool seg_jit_built() { return false; }
 const SegStepFn* seg_jit_fns(const SegProgram&, Isa) { return nullptr; }
-const RowScanJitFn* row_scan_jit_fns(const SegProgram&, Isa) { return nullptr; }
+const RowScanJitFn* row_scan_jit_fns(const SegProgram&, Isa, unsigned) { return nullptr; }
 const ColScanFns* col_scan_jit(const SegProgram&, Isa, unsigned) { return nullptr; }
 
 #endif

@@ -22,12 +22,12 @@ bool seg_jit_built();
 // kept: a new shape or executable of the same combine compiles nothing.
 const SegStepFn* seg_jit_fns(const SegProgram& p, Isa isa);
 
-// `p`'s row scan (RowScanArgs) compiled for `isa`'s width, {plain stores, streaming stores};
-// null as above. Compiled once per distinct program in the process, like the steps.
-const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa);
+// `p`'s row scan (RowScanArgs) compiled for `isa`'s width, storing the leaves in mask
+// `stored`, {plain stores, streaming stores}; null as above. Kept per program and mask.
+const RowScanJitFn* row_scan_jit_fns(const SegProgram& p, Isa isa, unsigned stored);
 
 // `p`'s column scan (ColScanArgs) for `isa`, storing the leaves in mask `stored`, with chunks
-// as wide as its registers allow (up to 8 vectors); null as above.
+// as wide as its registers allow (up to 8 vectors); null as above. Kept per program and mask.
 const ColScanFns* col_scan_jit(const SegProgram& p, Isa isa, unsigned stored);
 
 }  // namespace scanc::cpu

@@ -119,14 +119,15 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
     compile = compile && jit_allowed;
     // Whole lines (run_rows, run_cols): every output an f32 leaf stored unchanged, walked forward.
     bool stores = code.epilogue.empty() && !L.out.empty();
-    unsigned stored = 0;
     for (std::size_t o = 0; o < L.out.size(); ++o) {
         const Slot& s = L.out[o];
-        auto leaf = std::find(code.store_alias.begin(), code.store_alias.end(), static_cast<int>(o));
-        stores = stores && leaf != code.store_alias.end() && s.esize == 4 && s.step > 0;
+        bool stored = std::find(code.store_alias.begin(), code.store_alias.end(),
+                                static_cast<int>(o)) != code.store_alias.end();
+        stores = stores && stored && s.esize == 4 && s.step > 0;
         steps_contiguous = steps_contiguous && s.step == 1;
-        if (leaf != code.store_alias.end()) stored |= 1u << (leaf - code.store_alias.begin());
     }
+    unsigned stored = 0;  // the leaves an output keeps
+    for (int k = 0; k < leaves; ++k) stored |= (out_of_[k] >= 0 ? 1u : 0u) << k;
     // Lanes side by side, steps apart: machine code only (else Worker, with the same bits).
     if (stores && compile) cols_ = col_scan_jit(prog_, cpu_isa(), stored);
     if (!steps_contiguous) return;
@@ -134,7 +135,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
     if (compile) prog_.jit = seg_jit_fns(prog_, cpu_isa());
     rows_ = stores;
     // Reassociated rows (run_rows) take the row scan.
-    if (rows_ && mem_fns().row_scan && compile) prog_.row_jit = row_scan_jit_fns(prog_, cpu_isa());
+    if (rows_ && mem_fns().row_scan && compile) prog_.row_jit = row_scan_jit_fns(prog_, cpu_isa(), stored);
 }
 
 namespace {
