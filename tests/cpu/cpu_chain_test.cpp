@@ -136,6 +136,26 @@ TEST(CpuChain, SumsOfNegativeZerosStayNegativeZero) {
     }
 }
 
+// A generic f32 stage along one or a few long lines: blocks of lanes scanned locally in
+// registers, chained, then fixed up (run_fixed). Multipliers of +-1 and small integers are
+// exact in any association, so both results (or h alone) equal the reference bit for bit:
+// lengths around the staggered first blocks and the blocks, primes, 2^k + 1; several lines.
+TEST(CpuChain, GenericFloatLinesChainedAndFixedUpEqualTheReferenceBitwise) {
+    std::mt19937_64 rng(67);
+    for (auto sizes : {std::vector<std::int64_t>{4099}, {65537}, {196613}, {1000003}, {(1 << 22) + 1},
+                       {3, 200003}, {2, 7, 40961}})
+        for (bool h_only : {false, true}) {
+            Inputs in;
+            in.add(DType::F32, sizes, Values::SmallInts, Layout::Contiguous, rng);
+            in.add(DType::F32, sizes, Values::SmallInts, Layout::Contiguous, rng);
+            auto* a = static_cast<float*>(in.storage[0].data());
+            for (std::int64_t i = 0; i < in.storage[0].numel(); ++i) a[i] = rng() & 1 ? 1.0f : -1.0f;
+            const int rank = static_cast<int>(sizes.size());
+            ProgramRef p = scan_program(affine_combine(), DType::F32, rank, rank - 1, false, false, h_only ? 1 : -1);
+            expect_chained(p, in, cat(sizes.front(), "x..x", sizes.back(), h_only ? " h" : " both"));
+        }
+}
+
 TEST(CpuChain, RandomFloatLinesAreCloseToTheReferenceAndBitIdenticalRunToRun) {
     std::mt19937_64 rng(65);
     for (std::int64_t n : {std::int64_t{1000003}, 9 * kBlock32 + 7}) {

@@ -248,22 +248,25 @@ TEST(CpuSegRows, WholeScansAlongTheLastDimEqualTheReferenceBitwise) {
 }
 
 // The same across rows: along dim 0 and a middle dim, chunks of columns and rests, large
-// outputs streamed (rows on whole vectors or, at 4100 columns, not), strided inputs.
+// outputs (rows on whole vectors or, at 4100 columns, not; streamed where h alone is stored),
+// strided inputs.
 TEST(CpuSegRows, WholeScansAcrossRowsEqualTheReferenceBitwise) {
     std::mt19937_64 rng(148);
     for (auto [sizes, dim] : {std::pair{std::vector<std::int64_t>{4096, 1024}, 0}, {{33, 1000}, 0}, {{2, 131}, 0},
                               {{1, 4099}, 0}, {{3, 17, 515}, 1}, {{1000, 4100}, 0}, {{257, 4104}, 0}})
-        for (Layout layout : {Layout::Contiguous, Layout::Strided}) {
-            int rank = static_cast<int>(sizes.size());
-            Inputs in;
-            in.add(DType::F32, sizes, Values::SmallInts, layout, rng);
-            in.add(DType::F32, sizes, Values::SmallInts, layout, rng);
-            auto* a = static_cast<float*>(in.storage[0].data());
-            for (std::int64_t j = 0; j < in.storage[0].numel(); ++j) a[j] = rng() & 1 ? 1.0f : -1.0f;
-            expect_bitwise(scan_program(affine_combine(), DType::F32, rank, dim), in,
-                           cat(sizes.front(), "x", sizes.back(), " dim ", dim, " layout ", int(layout)),
-                           {1, 2, 3});
-        }
+        for (Layout layout : {Layout::Contiguous, Layout::Strided})
+            for (bool h_only : {false, true}) {
+                int rank = static_cast<int>(sizes.size());
+                Inputs in;
+                in.add(DType::F32, sizes, Values::SmallInts, layout, rng);
+                in.add(DType::F32, sizes, Values::SmallInts, layout, rng);
+                auto* a = static_cast<float*>(in.storage[0].data());
+                for (std::int64_t j = 0; j < in.storage[0].numel(); ++j) a[j] = rng() & 1 ? 1.0f : -1.0f;
+                expect_bitwise(scan_program(affine_combine(), DType::F32, rank, dim, false, false, h_only ? 1 : -1), in,
+                               cat(sizes.front(), "x", sizes.back(), " dim ", dim, " layout ", int(layout),
+                                   h_only ? " h" : " both"),
+                               {1, 2, 3});
+            }
 }
 
 }  // namespace

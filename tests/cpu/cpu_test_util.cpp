@@ -109,7 +109,7 @@ bool same_value(std::uint32_t x, std::uint32_t y) {
 }
 
 ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim, bool reverse,
-                        bool epilogue) {
+                        bool epilogue, int only_leaf) {
     dsl::ProgramBuilder pb("p");
     Shape shape;
     for (int k = 0; k < rank; ++k) shape.push_back(pb.symbol(cat("S", k)));
@@ -118,6 +118,7 @@ ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int di
         leaves.push_back(pb.param(cat("x", i), dtype, shape));
     dsl::Exprs outs = pb.scan(combine, leaves, dim, reverse);
     if (epilogue) outs = {outs[0] * outs[0] - outs[0]};
+    if (only_leaf >= 0) outs = {outs[only_leaf]};
     return pb.build(outs);
 }
 

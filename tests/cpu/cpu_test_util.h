@@ -57,9 +57,10 @@ void fill_special(Tensor& t, std::mt19937_64& rng);
 bool same_value(std::uint32_t x, std::uint32_t y);
 
 // scan `combine` over params of `dtype` and a symbolic shape of `rank` along `dim`; with
-// `epilogue`, the first result is returned as y*y - y (fused: stored by the epilogue).
+// `epilogue`, the first result is returned as y*y - y (fused: stored by the epilogue); with
+// `only_leaf` >= 0, that leaf's scan alone is returned.
 ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int dim,
-                        bool reverse = false, bool epilogue = false);
+                        bool reverse = false, bool epilogue = false, int only_leaf = -1);
 
 // i32 [L, N] scanned along dim 1 by a combine reading a captured value c[L, 1] per line:
 // affine where it is positive, else a sum of the second leaf (associative on every line). Only

@@ -181,8 +181,9 @@ public:
 };
 
 // Rows of RowScanArgs (ops_row_scan.inc's steps, the same bits): per vector, log2 W levels,
-// each a shift of every leaf's vector by d lanes, the combine, and a blend of its result into
-// the lanes >= d; then, but for the row's first vector, the combine with the broadcast carry.
+// each a shift of every leaf's vector (each lane's source lane in place), the combine, and a
+// blend of its result into the lanes the level updates; then, but for the row's first vector,
+// the combine with the broadcast carry.
 // Every value lives in a register: the vectors, their shifted copies, the carries, the
 // program's constants and the ops' results.
 template <class V>
@@ -197,17 +198,19 @@ public:
         auto x = [&](int k) { return V(base + k); };
         auto left = [&](int k) { return V(base + leaves + k); };
         auto carry = [&](int k) { return V(base + 2 * leaves + k); };
-        const V last(base + 3 * leaves), t0(base + 3 * leaves + 1), t1(base + 3 * leaves + 2), zero(base + 3 * leaves + 3);
-        if (base + 3 * leaves + 3 + (kWide ? 1 : 0) > kRegs) return;
+        // Scratch t0, t1; AVX-512 also holds the last lane's index and a zero for its shifts.
+        if (base + 3 * leaves + (kWide ? 4 : 2) > kRegs) return;
+        const V t0(base + 3 * leaves), t1(base + 3 * leaves + 1);
+        const V last(kWide ? base + 3 * leaves + 2 : 0), zero(kWide ? base + 3 * leaves + 3 : 0);
         // rdi: the row, rsi: rows left, rdx: vectors per row; rcx: vectors left in the row,
         // rax: the vector's byte offset, r8..r11: the row's inputs, r12..r15: its outputs.
         const Xbyak::Reg64 args = rdi, rows = rsi, vectors = rdx, n = rcx, at = rax;
         const Xbyak::Reg64 in[4] = {r8, r9, r10, r11}, out[4] = {r12, r13, r14, r15};
-        Xbyak::Label consts, last_lane, shifts, row, loop, done;
+        Xbyak::Label consts, last_lane, row, loop, done;
         for (const auto& r : out) push(r);
         load_consts<V>(p, phys, consts);
-        vpbroadcastd(last, ptr[rip + last_lane]);
         if constexpr (kWide) {
+            vpbroadcastd(last, ptr[rip + last_lane]);
             vpxord(zero, zero, zero);
             for (int i = 0; i < 4; ++i) {  // k3..k6: the lanes >= 1, 2, 4, 8
                 mov(eax, (0xFFFF << (1 << i)) & 0xFFFF);
@@ -230,18 +233,22 @@ public:
             for (int k = 0; k < leaves; ++k) vmovups(x(k), ptr[in[k] + at]);
             for (int level = 0; (1 << level) < kLanes; ++level) {
                 const int d = 1 << level;
+                // AVX2: each 128-bit half scanned by in-half shifts, then lanes 4-7 from lane 3
+                // (Vec256::shift and blend).
                 for (int k = 0; k < leaves; ++k) {
                     if constexpr (kWide) {
                         valignd(left(k), x(k), zero, kLanes - d);
+                    } else if (level < 2) {
+                        vpslldq(left(k), x(k), 4 * d);
                     } else {
-                        vmovups(t1, ptr[rip + shifts + 32 * level]);
-                        vpermps(left(k), t1, x(k));
+                        vshufps(t1, x(k), x(k), 0xFF);
+                        vperm2f128(left(k), t1, x(k), 0x08);
                     }
                 }
                 combine(left);
                 for (int k = 0; k < leaves; ++k) {
                     if constexpr (kWide) vmovaps(x(k) | Xbyak::Opmask(3 + level), next(k));
-                    else vblendps(x(k), x(k), next(k), (0xFF << d) & 0xFF);
+                    else vblendps(x(k), x(k), next(k), level == 0 ? 0xEE : level == 1 ? 0xCC : 0xF0);
                 }
             }
             if (carried) {
@@ -253,7 +260,12 @@ public:
                     if (stream) vmovntps(ptr[out[k] + at], x(k));
                     else vmovups(ptr[out[k] + at], x(k));
                 }
-                vpermps(carry(k), last, x(k));
+                if constexpr (kWide) {
+                    vpermps(carry(k), last, x(k));
+                } else {  // lane 7, broadcast (Vec256::last)
+                    vshufps(carry(k), x(k), x(k), 0xFF);
+                    vperm2f128(carry(k), carry(k), carry(k), 0x11);
+                }
             }
             add(at, kBytes);
             dec(n);
@@ -280,10 +292,6 @@ public:
         leave();
         L(last_lane);
         dd(kLanes - 1);
-        align(32);
-        L(shifts);  // AVX2: lane i of level d's permutation reads lane max(i - d, 0)
-        for (int d = 1; d < 8; d *= 2)
-            for (int i = 0; i < 8; ++i) dd(i >= d ? i - d : 0);
         finish(p, consts);
     }
 };

@@ -244,13 +244,19 @@ bool SegLocal::run_cols(std::int64_t first, int n, Worker& w) const {
         a.out_step = d.step * 4;
         out0[k] = reinterpret_cast<float*>(d.base) + L_.line_offset(d, first);
     }
-    // Large outputs need streaming stores, which need whole vectors: rows on 64-byte lines.
-    // Other rows keep Worker's staged rows (`scanc bench`, 4096x4100 along dim 0: plain
-    // stores here read 21.3 GB/s against Worker's 23.7).
-    const bool stream = L_.stream;
-    for (int k = 0; k < leaves; ++k)
-        if (stream && out0[k] && (a.out_step % 64 != 0 || reinterpret_cast<std::uintptr_t>(out0[k]) % 64 != 0))
+    // Large outputs take rows on 64-byte lines (whole vectors); other rows keep Worker's staged
+    // rows (`scanc bench`, 4096x4100 along dim 0: plain stores here read 21.3 GB/s against
+    // Worker's 23.7). They stream when one leaf is stored: with two, kRowsAtOnce rows of each
+    // in flight, streaming stores ran at half the speed of plain ones on Zen 3 (affine along
+    // dim 0 of 4096x4096, 2 threads: 29-33 against 15-19 ms; one leaf: 13-14 either way).
+    const bool large = L_.stream;
+    int stored_leaves = 0;
+    for (int k = 0; k < leaves; ++k) {
+        stored_leaves += out0[k] != nullptr;
+        if (large && out0[k] && (a.out_step % 64 != 0 || reinterpret_cast<std::uintptr_t>(out0[k]) % 64 != 0))
             return false;
+    }
+    const bool stream = large && stored_leaves == 1;
     // Step 0: each lane's first element is its carry and its result.
     std::vector<float> carries(static_cast<std::size_t>(chunks) * leaves * chunk);
     for (int k = 0; k < leaves; ++k) {
