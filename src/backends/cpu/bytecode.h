@@ -192,6 +192,10 @@ using SegStepFns = SegStepFn[kSegStepVariants];
 // lanes (8 for AVX2, 16 for AVX-512) go through log2 W levels, at level d lane i taking the
 // combine of lane i - d's value with its own, then through the combine with the carry of the
 // vectors before (lane W - 1 of the last, broadcast). No transposes; `ordered` runs never take it.
+// The lanes each of AVX2's three row-scan levels updates (Vec256::blend, RowScanCode): lanes
+// 1-3 and 5-7, then 2, 3, 6, 7 (a scan of each 128-bit half), then 4-7 (from lane 3).
+inline constexpr int kRowLevelLanes8[3] = {0xEE, 0xCC, 0xF0};
+
 struct RowScanArgs {
     static constexpr int kMaxLeaves = 4;
     const float* in[kMaxLeaves];  // per leaf: the row's first element

@@ -248,7 +248,7 @@ public:
                 combine(left);
                 for (int k = 0; k < leaves; ++k) {
                     if constexpr (kWide) vmovaps(x(k) | Xbyak::Opmask(3 + level), next(k));
-                    else vblendps(x(k), x(k), next(k), level == 0 ? 0xEE : level == 1 ? 0xCC : 0xF0);
+                    else vblendps(x(k), x(k), next(k), kRowLevelLanes8[level]);
                 }
             }
             if (carried) {
