@@ -196,23 +196,25 @@ using SegStepFns = SegStepFn[kSegStepVariants];
 // 1-3 and 5-7, then 2, 3, 6, 7 (a scan of each 128-bit half), then 4-7 (from lane 3).
 inline constexpr int kRowLevelLanes8[3] = {0xEE, 0xCC, 0xF0};
 
+// The most leaves the register kernels take (RowScanArgs, SegProgram, ColScanArgs, SegArgs).
+inline constexpr int kSegMaxLeaves = 4;
+
 struct RowScanArgs {
-    static constexpr int kMaxLeaves = 4;
-    const float* in[kMaxLeaves];  // per leaf: the row's first element
-    float* out[kMaxLeaves];       // per leaf: where its scan goes; null: not stored (as the
-                                  // machine code's mask of stored leaves says)
-    float carry[kMaxLeaves];      // written: the row's last scanned value per leaf
-    bool stream;                  // streaming stores (each kept out[k] aligned to whole vectors)
+    const float* in[kSegMaxLeaves];  // per leaf: the row's first element
+    float* out[kSegMaxLeaves];       // per leaf: where its scan goes; null: not stored (as the
+                                     // machine code's mask of stored leaves says)
+    float carry[kSegMaxLeaves];      // written: the row's last scanned value per leaf
+    bool stream;                     // streaming stores (each kept out[k] aligned to whole vectors)
 };
 // Rows rows[0..n) (n >= 1) of `vectors` W-lane vectors each, as machine code (seg_jit.h).
 using RowScanJitFn = void (*)(RowScanArgs* rows, std::int64_t n, std::int64_t vectors);
 
 struct SegProgram {
-    static constexpr int kMaxRegs = 32, kMaxLeaves = 4;
+    static constexpr int kMaxRegs = 32;
     int leaves = 0;
     std::vector<SegOp> ops;                      // the combine
     std::vector<std::pair<int, float>> consts;  // registers filled once
-    int carry[kMaxLeaves] = {}, x[kMaxLeaves] = {}, next[kMaxLeaves] = {};  // per leaf
+    int carry[kSegMaxLeaves] = {}, x[kSegMaxLeaves] = {}, next[kSegMaxLeaves] = {};  // per leaf
     const SegStepFn* jit = nullptr;  // compiled variants (seg_step_slot), or null: interpret
     const RowScanJitFn* row_jit = nullptr;  // compiled row scans {stores, streaming}, or null
 };
@@ -223,10 +225,10 @@ using RowScanFn = void (*)(const SegProgram& p, RowScanArgs* rows, int n, std::i
 // machine code (seg_jit.h, SegLocal::run_cols): `chunks` chunks of `lanes` lanes, each through
 // `rows` steps from its carries, each lane combined in order (Worker's bits).
 struct ColScanArgs {
-    const float* in[RowScanArgs::kMaxLeaves];  // per leaf: chunk 0's first lane at the first step
-    float* out[RowScanArgs::kMaxLeaves];       // likewise per stored leaf
-    std::int64_t in_step, out_step;            // bytes from one step to the next
-    float* carries;                            // per chunk and leaf, its lanes' carries (updated)
+    const float* in[kSegMaxLeaves];  // per leaf: chunk 0's first lane at the first step
+    float* out[kSegMaxLeaves];       // likewise per stored leaf
+    std::int64_t in_step, out_step;  // bytes from one step to the next
+    float* carries;                  // per chunk and leaf, its lanes' carries (updated)
     std::int64_t rows, chunks;
 };
 using ColScanJitFn = void (*)(const ColScanArgs* a);
@@ -235,12 +237,12 @@ struct ColScanFns {
     int lanes;            // per chunk
 };
 struct SegArgs {
-    const float* in[SegProgram::kMaxLeaves];  // per leaf: lane 0's walking step 0 (forward, step 1)
-    float* out[SegProgram::kMaxLeaves];       // per leaf: lane 0's scan at step 0; null: not kept
-    std::int64_t in_stride, out_stride;       // elements from one lane's start to the next's
-    std::int64_t steps;                       // per lane, a multiple of 8 (of 16 for `rows`)
-    int lanes;                                // a multiple of 8
-    std::uint64_t* totals;                    // per lane and leaf: its last carry (low 4 bytes)
+    const float* in[kSegMaxLeaves];  // per leaf: lane 0's walking step 0 (forward, step 1)
+    float* out[kSegMaxLeaves];       // per leaf: lane 0's scan at step 0; null: not kept
+    std::int64_t in_stride, out_stride;  // elements from one lane's start to the next's
+    std::int64_t steps;                  // per lane, a multiple of 8 (of 16 for `rows`)
+    int lanes;                           // a multiple of 8
+    std::uint64_t* totals;               // per lane and leaf: its last carry (low 4 bytes)
     // Lanes are rows of memory scanned whole (run_stage.cpp): up to 32 lanes and 16 steps at a
     // time, each row's 64 bytes stored at once (streaming when `stream`).
     bool rows = false, stream = false;

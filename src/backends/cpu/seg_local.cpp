@@ -50,7 +50,7 @@ int operand_count(SegOp::Kind kind) {
 SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile) : L_(L), dir_(dir) {
     int leaves = static_cast<int>(code.carry.size());
     if (!mem_fns().seg_local || dir != 1 || !code.step.empty() || !code.captured.empty() ||
-        leaves == 0 || leaves > SegProgram::kMaxLeaves || code.num_regs > SegProgram::kMaxRegs)
+        leaves == 0 || leaves > kSegMaxLeaves || code.num_regs > SegProgram::kMaxRegs)
         return;
     std::set<int> ready;  // registers holding a value when the combine reads them
     bool steps_contiguous = true;  // every leaf's steps follow each other (else: run_cols only)
@@ -231,8 +231,8 @@ bool SegLocal::run_cols(std::int64_t first, int n, Worker& w) const {
     if (chunks == 0) return false;
     // Lanes side by side in every slot, each slot's steps as far apart as the others'.
     ColScanArgs a{};
-    const float* in0[SegProgram::kMaxLeaves] = {};
-    float* out0[SegProgram::kMaxLeaves] = {};
+    const float* in0[kSegMaxLeaves] = {};
+    float* out0[kSegMaxLeaves] = {};
     for (int k = 0; k < leaves; ++k) {
         const Slot& s = L_.in[slot_[k]];
         if (line_stride(L_, s, first, n) != 1 || (k > 0 && s.step * 4 != a.in_step)) return false;

@@ -59,8 +59,8 @@ private:
     int dir_;
     SegLocalFn fn_ = nullptr;
     SegProgram prog_;
-    int slot_[SegProgram::kMaxLeaves] = {};  // per leaf: the input slot its x reads
-    int out_of_[SegProgram::kMaxLeaves] = {};  // per leaf: the output storing it, or -1
+    int slot_[kSegMaxLeaves] = {};  // per leaf: the input slot its x reads
+    int out_of_[kSegMaxLeaves] = {};  // per leaf: the output storing it, or -1
     bool rows_ = false;  // run_rows may run
     const ColScanFns* cols_ = nullptr;  // run_cols' code
 };
