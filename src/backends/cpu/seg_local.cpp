@@ -244,25 +244,27 @@ bool SegLocal::run_cols(std::int64_t first, int n, Worker& w) const {
         a.out_step = d.step * 4;
         out0[k] = reinterpret_cast<float*>(d.base) + L_.line_offset(d, first);
     }
-    // Large outputs take rows on 64-byte lines (whole vectors); other rows keep Worker's staged
-    // rows (`scanc bench`, 4096x4100 along dim 0: plain stores here read 21.3 GB/s against
-    // Worker's 23.7). They stream when one leaf is stored: with two, kRowsAtOnce rows of each
-    // in flight, streaming stores ran at half the speed of plain ones on Zen 3 (affine along
-    // dim 0 of 4096x4096, 2 threads: 29-33 against 15-19 ms; one leaf: 13-14 either way).
+    // Large outputs stream, on rows of whole 64-byte lines; other rows keep Worker's staged rows
+    // (`scanc bench`, 4096x4100 along dim 0: plain stores here read 21.3 GB/s against Worker's
+    // 23.7). Chunks of under kRowsChunkBytes of a row (AVX2's 128 bytes) go through a staging
+    // block and leave by streaming copies of kRowsChunkBytes per row, as serial_rows' do:
+    // streamed straight from registers, four rows' pieces of 128 bytes in flight ran at half
+    // the speed on Zen 3, and plain stores pay a read of each line (2 threads, ms, before ->
+    // staged: affine along dim 0 of 4096x4096 with plain stores 12.9-13.8 -> 9.7-9.9, affine_h
+    // streamed two rows at a time 8.3-9.3 -> 7.1-7.3, affine along dim 1 of (2, 4096, 1024)
+    // 7.1-7.2 -> 4.6-4.8). AVX-512's chunks of 512 bytes stream straight (Intel: affine along
+    // dim 0 of 4096x4096 23.4-23.7 ms against 26.4-27.5 with plain stores).
     const bool large = L_.stream;
-    int stored_leaves = 0;
-    for (int k = 0; k < leaves; ++k) {
-        stored_leaves += out0[k] != nullptr;
+    for (int k = 0; k < leaves; ++k)
         if (large && out0[k] && (a.out_step % 64 != 0 || reinterpret_cast<std::uintptr_t>(out0[k]) % 64 != 0))
             return false;
-    }
-    const bool stream = large && stored_leaves == 1;
-    // Steps per pass: kRowsAtOnce rows of memory at once (what serial_rows found for one-op
-    // stages), but two where the rows stream out in pieces of under 512 bytes (AVX2's chunks of
-    // 128): four such rows in flight ran at two thirds of the speed on Zen 3 (affine_h along
-    // dim 0 of 4096x4096, 2 threads: 10.5-11.2 ms against 6.7-7.1 with two). AVX-512's pieces
-    // of 512 bytes keep four (Intel, the same case: 22-23 ms against 25-31 with two).
-    const int rows_per_pass = stream && chunk * 4 < 512 ? 2 : kRowsAtOnce;
+    const bool staged = large && chunk * 4 < kRowsChunkBytes;
+    const std::int64_t group = staged ? kRowsChunkBytes / (chunk * 4) : chunks;  // chunks per call
+    const std::int64_t width = group * chunk;  // lanes per call
+    Scratch stage_block(staged ? static_cast<std::size_t>(leaves * kRowsAtOnce * width) * 4 : 0);
+    float* stage = reinterpret_cast<float*>(stage_block.data());  // 64-byte aligned
+    const std::int64_t out_step = a.out_step;
+    if (staged) a.out_step = width * 4;
     // Step 0: each lane's first element is its carry and its result.
     std::vector<float> carries(static_cast<std::size_t>(chunks) * leaves * chunk);
     for (int k = 0; k < leaves; ++k) {
@@ -270,17 +272,31 @@ bool SegLocal::run_cols(std::int64_t first, int n, Worker& w) const {
             std::memcpy(&carries[(c * leaves + k) * chunk], in0[k] + c * chunk, chunk * 4);
         if (out0[k]) std::memcpy(out0[k], in0[k], chunks * chunk * 4);
     }
-    a.carries = carries.data();
-    a.chunks = chunks;
-    for (std::int64_t t = 1; t < L_.steps; t += rows_per_pass) {
-        a.rows = std::min<std::int64_t>(rows_per_pass, L_.steps - t);
-        for (int k = 0; k < leaves; ++k) {
-            a.in[k] = in0[k] + t * (a.in_step / 4);
-            a.out[k] = out0[k] ? out0[k] + t * (a.out_step / 4) : nullptr;
+    // kRowsAtOnce steps per pass: that many rows of memory read at once (what serial_rows
+    // found for one-op stages).
+    auto row_at = [](auto* p, std::int64_t step_bytes, std::int64_t t, std::int64_t lane) {
+        return p + t * (step_bytes / 4) + lane;
+    };
+    for (std::int64_t t = 1; t < L_.steps; t += kRowsAtOnce) {
+        a.rows = std::min<std::int64_t>(kRowsAtOnce, L_.steps - t);
+        for (std::int64_t c0 = 0; c0 < chunks; c0 += group) {
+            a.chunks = std::min(group, chunks - c0);
+            a.carries = carries.data() + c0 * leaves * chunk;
+            for (int k = 0; k < leaves; ++k) {
+                a.in[k] = row_at(in0[k], a.in_step, t, c0 * chunk);
+                a.out[k] = !out0[k] ? nullptr
+                           : staged ? stage + k * kRowsAtOnce * width
+                                    : row_at(out0[k], out_step, t, c0 * chunk);
+            }
+            cols_->fns[large && !staged](&a);
+            for (int k = 0; staged && k < leaves; ++k)
+                for (int r = 0; out0[k] && r < a.rows; ++r)
+                    mem_fns().stream_copy(row_at(out0[k], out_step, t + r, c0 * chunk),
+                                          stage + (k * kRowsAtOnce + r) * width,
+                                          a.chunks * chunk * 4);
         }
-        cols_->fns[stream](&a);
     }
-    if (stream) stream_fence();
+    if (large) stream_fence();
     if (const int rest = n - static_cast<int>(chunks) * chunk) {
         w.set_lanes(rest, [&](int l) { return first + chunks * chunk + l; }, [](int) { return 0; });
         w.run(L_.steps, Mode::Scan);
