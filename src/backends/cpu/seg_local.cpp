@@ -252,8 +252,8 @@ bool SegLocal::run_cols(std::int64_t first, int n, Worker& w) const {
     // the speed on Zen 3, and plain stores pay a read of each line (2 threads, ms, before ->
     // staged: affine along dim 0 of 4096x4096 with plain stores 12.9-13.8 -> 9.7-9.9, affine_h
     // streamed two rows at a time 8.3-9.3 -> 7.1-7.3, affine along dim 1 of (2, 4096, 1024)
-    // 7.1-7.2 -> 4.6-4.8). AVX-512's chunks of 512 bytes stream straight (Intel: affine along
-    // dim 0 of 4096x4096 23.4-23.7 ms against 26.4-27.5 with plain stores).
+    // 7.1-7.2 -> 4.6-4.8). AVX-512's chunks of 512 bytes stream straight (an Intel Xeon, 2
+    // threads: affine along dim 0 of 4096x4096 14.5-15.3 ms with plain stores -> 7.5-7.9).
     const bool large = L_.stream;
     for (int k = 0; k < leaves; ++k)
         if (large && out0[k] && (a.out_step % 64 != 0 || reinterpret_cast<std::uintptr_t>(out0[k]) % 64 != 0))
