@@ -263,8 +263,9 @@ bool SegLocal::run_cols(std::int64_t first, int n, Worker& w) const {
     const std::int64_t width = group * chunk;  // lanes per call
     Scratch stage_block(staged ? static_cast<std::size_t>(leaves * kRowsAtOnce * width) * 4 : 0);
     float* stage = reinterpret_cast<float*>(stage_block.data());  // 64-byte aligned
-    const std::int64_t out_step = a.out_step;
-    if (staged) a.out_step = width * 4;
+    const std::int64_t out_step = a.out_step;  // the outputs' own; the code writes the stage's
+    a.out_step = staged ? width * 4 : out_step;
+    const MemFns& m = mem_fns();
     // Step 0: each lane's first element is its carry and its result.
     std::vector<float> carries(static_cast<std::size_t>(chunks) * leaves * chunk);
     for (int k = 0; k < leaves; ++k) {
@@ -291,9 +292,8 @@ bool SegLocal::run_cols(std::int64_t first, int n, Worker& w) const {
             cols_->fns[large && !staged](&a);
             for (int k = 0; staged && k < leaves; ++k)
                 for (int r = 0; out0[k] && r < a.rows; ++r)
-                    mem_fns().stream_copy(row_at(out0[k], out_step, t + r, c0 * chunk),
-                                          stage + (k * kRowsAtOnce + r) * width,
-                                          a.chunks * chunk * 4);
+                    m.stream_copy(row_at(out0[k], out_step, t + r, c0 * chunk),
+                                  stage + (k * kRowsAtOnce + r) * width, a.chunks * chunk * 4);
         }
     }
     if (large) stream_fence();
