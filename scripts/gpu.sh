@@ -19,6 +19,8 @@
 # (OUTDIR/compile_ab.txt); OPTIONS_AB="--Ofast-compile=mid ..." runs the sweep (SWEEP_ONLY applies)
 # and new processes' first runs under each SCANC_NVRTC_OPTIONS against none (OUTDIR/options_ab.txt);
 # FIRST_LAUNCH_WRAP="CMD" runs the machine's first new process under CMD (e.g. a rusage printer);
+# WALK_PROBE="[FEED...]" runs only bench/cols_walk_probe.cu (cols lines walked whole by one warp,
+# fed through shared memory; OUTDIR/walk_probe.txt) and exits;
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
 # (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
@@ -36,6 +38,13 @@ export SCANC_CACHE_DIR=$(mktemp -d /tmp/scanc-cache.XXXX)
 # those of a program the machine has never seen.
 export CUDA_CACHE_DISABLE=1
 log() { echo "== $*"; }
+
+if [ -n "${WALK_PROBE+x}" ]; then
+  log "cols walk probe (bench/cols_walk_probe.cu)"
+  mkdir -p $BUILD && nvcc -O3 -std=c++17 -arch=sm_90 bench/cols_walk_probe.cu -o $BUILD/cols_walk_probe 2>&1 | grep -v -i deprecat
+  timeout ${BENCH_TIMEOUT:-300} $BUILD/cols_walk_probe $WALK_PROBE 2>&1 | tee "$OUT/walk_probe.txt"
+  exit 0
+fi
 
 log "configure + build (CUDA backend, reference, tests)"
 cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \

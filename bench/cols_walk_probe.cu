@@ -1,0 +1,302 @@
+// A measurement, not part of the backend (issue 5, twenty-sixth session; docs/benchmarks.md):
+// what a cols scan reaches with no look-back at all, when each warp walks whole lines of L
+// columns from the first step to the last (lane = column, one sequential scan per lane) and its
+// inputs arrive through a ring of D shared-memory stages of S steps. f32 sum or the affine scan
+// (h = a h' + b), layout [O][T][C], against a device-to-device copy of 2^28 floats. Feeds:
+//   rows     one 1-D bulk copy (cp.async.bulk) per step and input, completing on an mbarrier
+//   cpasync  16-byte cp.async per lane
+//   tma      one bulk tensor copy (3-D tensor map) per stage and input
+//   nostore  tma, but only the last step is stored (what the loads and the chain cost alone)
+//   tmaout   tma, and each stage's results leave by a bulk tensor store from shared memory
+// Every other feed stores each step with st.global. Built and run by `WALK_PROBE=1
+// scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++17 -arch=sm_90 bench/cols_walk_probe.cu -o probe
+// && ./probe [FEED...]. Checks its last configuration per case bitwise against a host scan.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CK(x)                                                                          \
+    do {                                                                               \
+        cudaError_t e = (x);                                                           \
+        if (e != cudaSuccess) {                                                        \
+            std::printf("CUDA %s at line %d\n", cudaGetErrorString(e), __LINE__);     \
+            std::exit(1);                                                              \
+        }                                                                              \
+    } while (0)
+typedef long long i64;
+
+enum Feed { kRows, kCpAsync, kTma, kNoStore, kTmaOut };
+static const char* kFeedNames[] = {"rows", "cpasync", "tma", "nostore", "tmaout"};
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(unsigned long long* b) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {
+    asm volatile("{\n .reg .pred p;\n WAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n"
+                 ::"r"(smem_addr(b)), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void bulk_row(void* dst, const void* src, unsigned bytes, unsigned long long* b) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b)) : "memory");
+}
+__device__ __forceinline__ void cp16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* m, int c0, int c1, int c2, unsigned long long* b) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(smem_addr(dst)), "l"(m), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(b)) : "memory");
+}
+__device__ __forceinline__ void tma_store(const CUtensorMap* m, int c0, int c1, int c2, const void* src) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 ::"l"(m), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src)) : "memory");
+}
+// cp.async.wait_group takes an immediate: wait until at most n of this thread's groups are pending.
+__device__ __forceinline__ void cp_wait(int n) {
+    switch (n < 7 ? n : 7) {
+        case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+        case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+        case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+        case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+        case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+        case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+        case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+        default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+    }
+}
+
+struct Maps { CUtensorMap in[2], out; };  // [C, T, O], boxes of [L, S, 1]
+
+// Shared memory per warp: D stages of S x L floats per input, D mbarriers, two output stages.
+template <int NIN, int L, int S, int D>
+__host__ __device__ constexpr size_t warp_smem() { return (size_t)D * S * L * 4 * NIN + 128 * D + 2 * S * L * 4; }
+
+// Warp w of the block walks line blockIdx.x * warps + w: columns g L .. g L + L - 1 of batch o
+// (C a multiple of L, T of S).
+template <int NIN, int L, int S, int D, int FEED>
+__global__ void walk(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, i64 O,
+                     i64 T, i64 C, int warps, const __grid_constant__ Maps maps) {
+    extern __shared__ unsigned char smem_raw[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, col = lane < L ? lane : L - 1;
+    const i64 groups = C / L, line = (i64)blockIdx.x * warps + warp;
+    if (line >= O * groups) return;
+    const i64 o = line / groups, g = line % groups, line0 = o * T * C + g * L;
+    unsigned char* base = (unsigned char*)(((size_t)smem_raw + 1023) & ~(size_t)1023) + warp * warp_smem<NIN, L, S, D>();
+    unsigned long long* bar = (unsigned long long*)(base + (size_t)D * S * L * 4 * NIN);
+    float* ostage = (float*)(base + (size_t)D * S * L * 4 * NIN + 128 * D);
+    auto stage = [&](int k, int slot) { return (float*)(base + ((size_t)k * D + slot) * S * L * 4); };
+    const float* src[2] = {in0, in1};
+    if (lane == 0)
+        for (int d = 0; d < D; ++d) mbar_init(&bar[d]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    __syncwarp();
+    const i64 stages = T / S;
+    auto issue = [&](i64 s) {  // stage s into slot s % D
+        const int slot = (int)(s % D);
+        const i64 t0 = s * S;
+        if (FEED == kCpAsync) {
+            for (int k = 0; k < NIN; ++k)
+                for (int q = lane; q < S * (L / 4); q += 32)
+                    cp16(stage(k, slot) + q / (L / 4) * L + 4 * (q % (L / 4)), src[k] + line0 + (t0 + q / (L / 4)) * C + 4 * (q % (L / 4)));
+            asm volatile("cp.async.commit_group;" ::: "memory");
+        } else if (FEED == kRows) {
+            if (lane == 0) mbar_expect(&bar[slot], S * L * 4 * NIN);
+            __syncwarp();
+            for (int k = 0; k < NIN; ++k)
+                for (int r = lane; r < S; r += 32) bulk_row(stage(k, slot) + r * L, src[k] + line0 + (t0 + r) * C, L * 4, &bar[slot]);
+        } else if (lane == 0) {
+            mbar_expect(&bar[slot], S * L * 4 * NIN);
+            for (int k = 0; k < NIN; ++k) tma_load(stage(k, slot), &maps.in[k], (int)(g * L), (int)t0, (int)o, &bar[slot]);
+        }
+    };
+    for (i64 s = 0; s < D && s < stages; ++s) issue(s);
+    float h = 0.f;
+    float* op = out + line0 + lane;
+    for (i64 s = 0; s < stages; ++s) {
+        const int slot = (int)(s % D);
+        if (FEED == kCpAsync) {
+            cp_wait((int)(min((i64)D, stages - s) - 1));
+            __syncwarp();
+        } else {
+            mbar_wait(&bar[slot], (unsigned)((s / D) & 1));
+        }
+        const float* a = stage(0, slot) + col;
+        const float* b = stage(NIN - 1, slot) + col;
+        const i64 t0 = s * S;
+        float* os = ostage + (s & 1) * S * L;
+        if (FEED == kTmaOut && s >= 2) {  // this output stage's store from two stages ago has read it
+            if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+            __syncwarp();
+        }
+        constexpr int P = S < 32 ? S : 32;  // steps read into registers at a time
+#pragma unroll
+        for (int r0 = 0; r0 < S; r0 += P) {
+            float va[P], vb[P];
+#pragma unroll
+            for (int r = 0; r < P; ++r) va[r] = a[(r0 + r) * L], vb[r] = b[(r0 + r) * L];
+#pragma unroll
+            for (int r = 0; r < P; ++r) {
+                if (NIN == 1) h = (s == 0 && r0 + r == 0) ? va[r] : __fadd_rn(h, va[r]);
+                else h = __fadd_rn(__fmul_rn(va[r], h), vb[r]);
+                if (FEED == kTmaOut) os[(r0 + r) * L + col] = h;
+                else if (FEED != kNoStore && lane < L) op[(t0 + r0 + r) * C] = h;
+            }
+        }
+        if (FEED == kTmaOut) {
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncwarp();
+            if (lane == 0) {
+                tma_store(&maps.out, (int)(g * L), (int)t0, (int)o, os);
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            }
+        }
+        __syncwarp();
+        if (FEED != kCpAsync) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (s + D < stages) issue(s + D);
+    }
+    if (FEED == kNoStore && lane < L) op[(T - 1) * C] = h;
+    if (FEED == kTmaOut && lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+struct Case {
+    const char* name;
+    int nin;
+    i64 O, T, C;
+};
+
+typedef CUresult (*EncodeFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                             const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                             CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+static EncodeFn encode = nullptr;
+
+static void make_map(CUtensorMap* m, const float* p, const Case& c, int L, int S) {
+    cuuint64_t dims[3] = {(cuuint64_t)c.C, (cuuint64_t)c.T, (cuuint64_t)c.O};
+    cuuint64_t strides[2] = {(cuuint64_t)c.C * 4, (cuuint64_t)(c.C * c.T * 4)};
+    cuuint32_t box[3] = {(cuuint32_t)L, (cuuint32_t)S, 1}, es[3] = {1, 1, 1};
+    if (encode(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, (void*)p, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+        std::printf("cuTensorMapEncodeTiled failed\n");
+        std::exit(1);
+    }
+}
+
+template <class F>
+static float median_ms(F launch) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> ms;
+    for (int it = 0; it < 17; ++it) {
+        CK(cudaEventRecord(e0));
+        launch();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        if (it >= 2) ms.push_back(t);
+    }
+    CK(cudaGetLastError());
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+template <int NIN, int L, int S, int D, int FEED>
+static float time_walk(const float* a, const float* b, float* o, const Case& c, int warps) {
+    const i64 lines = c.O * (c.C / L);
+    const int blocks = (int)((lines + warps - 1) / warps);
+    const size_t smem = warps * warp_smem<NIN, L, S, D>() + 1024;
+    auto k = walk<NIN, L, S, D, FEED>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    Maps maps{};
+    const float* ins[2] = {a, b};
+    for (int j = 0; j < NIN; ++j) make_map(&maps.in[j], ins[j], c, L, S);
+    make_map(&maps.out, o, c, L, S);
+    return median_ms([&] { k<<<blocks, 32 * warps, smem>>>(a, b, o, c.O, c.T, c.C, warps, maps); });
+}
+
+static float time_copy(void* dst, const void* src, size_t bytes) {
+    return median_ms([&] { CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); });
+}
+
+// Bitwise against a host scan in the same order (no contraction on either side).
+static size_t mismatches(const float* x, const float* y, const float* z, const Case& c) {
+    const size_t n = (size_t)c.O * c.T * c.C;
+    std::vector<float> a(n), b(n), h(n);
+    CK(cudaMemcpy(a.data(), x, n * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b.data(), y, n * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h.data(), z, n * 4, cudaMemcpyDeviceToHost));
+    size_t bad = 0;
+    for (i64 o = 0; o < c.O; ++o)
+        for (i64 col = 0; col < c.C; ++col) {
+            float acc = 0;
+            for (i64 t = 0; t < c.T; ++t) {
+                const size_t i = (o * c.T + t) * c.C + col;
+                acc = c.nin == 1 ? (t ? acc + a[i] : a[i]) : a[i] * acc + b[i];
+                bad += h[i] != acc;
+            }
+        }
+    return bad;
+}
+
+int main(int argc, char** argv) {
+    std::vector<int> feeds;
+    for (int i = 1; i < argc; ++i)
+        for (int f = 0; f < 5; ++f)
+            if (!std::strcmp(argv[i], kFeedNames[f])) feeds.push_back(f);
+    if (feeds.empty()) feeds = {kRows, kCpAsync, kTma, kNoStore, kTmaOut};
+    cudaDriverEntryPointQueryResult q;
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void**)&encode, 12000, cudaEnableDefault, &q));
+    const size_t big = (size_t)1 << 28;
+    float *x, *y, *z;
+    CK(cudaMalloc(&x, big * 4));
+    CK(cudaMalloc(&y, big * 4));
+    CK(cudaMalloc(&z, big * 4));
+    {  // a in [0.5, 1), b in [-1, 1)
+        std::vector<float> h(big);
+        unsigned s = 1;
+        for (float* p : {x, y}) {
+            const bool is_a = p == x;
+            for (size_t i = 0; i < big; ++i) {
+                s = s * 1664525u + 1013904223u;
+                h[i] = is_a ? 0.5f + (s >> 9) * (0.5f / (1 << 23)) : -1.f + (s >> 9) * (2.f / (1 << 23));
+            }
+            CK(cudaMemcpy(p, h.data(), big * 4, cudaMemcpyHostToDevice));
+        }
+    }
+    const double copy_bw = 2.0 * big * 4 / (time_copy(z, x, big * 4) * 1e-3);
+    std::printf("copy of 2^28 f32: %.0f GB/s\n", copy_bw / 1e9);
+    const Case cases[] = {{"affine (2,4096,1024) dim 1", 2, 2, 4096, 1024}, {"sum 4096x8192 dim 0", 1, 1, 4096, 8192},
+                          {"affine 4096x8192 dim 0", 2, 1, 4096, 8192}, {"affine (4,2048,1024) dim 1", 2, 4, 2048, 1024}};
+    for (const Case& c : cases) {
+        const double bytes = (double)(c.nin + 1) * c.O * c.T * c.C * 4;
+        std::printf("%s: a copy of the same bytes %.1f%% of the big copy\n", c.name,
+                    100.0 * bytes / (time_copy(z, x, (size_t)(bytes / 2)) * 1e-3) / copy_bw);
+        for (int f : feeds) {
+#define TRY(FEED, L, S, D, W)                                                                                 \
+    if (f == FEED) {                                                                                          \
+        float t = c.nin == 1 ? time_walk<1, L, S, D, FEED>(x, y, z, c, W) : time_walk<2, L, S, D, FEED>(x, y, z, c, W); \
+        std::printf("  %-8s L=%-2d S=%-3d D=%d warps=%d: %7.1f us, %5.1f%% of copy\n", kFeedNames[FEED], L, S, D, W, \
+                    t * 1e3, 100.0 * bytes / (t * 1e-3) / copy_bw);                                          \
+    }
+            TRY(kRows, 32, 64, 4, 1) TRY(kRows, 16, 64, 8, 1)
+            TRY(kCpAsync, 32, 64, 4, 1) TRY(kCpAsync, 16, 64, 4, 2)
+            TRY(kTma, 32, 64, 4, 1) TRY(kTma, 32, 128, 4, 1) TRY(kTma, 16, 128, 4, 1)
+            TRY(kNoStore, 32, 64, 4, 1) TRY(kNoStore, 16, 64, 4, 1)
+            TRY(kTmaOut, 32, 32, 4, 1) TRY(kTmaOut, 32, 64, 3, 1) TRY(kTmaOut, 16, 32, 8, 1) TRY(kTmaOut, 16, 128, 3, 1)
+            TRY(kTmaOut, 8, 128, 4, 1)
+#undef TRY
+        }
+        if (std::find(feeds.begin(), feeds.end(), (int)kTmaOut) != feeds.end())
+            std::printf("  tmaout L=8 S=128: %zu elements differ from the host scan\n", mismatches(x, y, z, c));
+    }
+    return 0;
+}
