@@ -289,6 +289,7 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"cols affine (4,2048,1024)", affine_combine(), {4, 2048, 1024}, 1},
                  {"cols affine (1,4096,3000)", affine_combine(), {1, 4096, 3000}, 1},
                  {"cols affine 65536x512", affine_combine(), {65536, 512}, 0},
+                 {"cols affine dim 0", affine_combine(), {4096, 8192}, 0},  // the walk probe's best case
                  // combines of longer latency than an add: cummax and logcumsumexp
                  {"max 1-D", max_combine(), {1ll << 28}, 0},
                  {"max rows", max_combine(), {8192, 4096}, 1},
