@@ -90,7 +90,9 @@ __global__ void walk(const float* __restrict__ in0, const float* __restrict__ in
     const i64 groups = C / L, line = (i64)blockIdx.x * warps + warp;
     if (line >= O * groups) return;
     const i64 o = line / groups, g = line % groups, line0 = o * T * C + g * L;
-    unsigned char* base = (unsigned char*)(((size_t)smem_raw + 1023) & ~(size_t)1023) + warp * warp_smem<NIN, L, S, D>();
+    // Aligned by an offset from the shared array itself (not through an integer cast), so that
+    // the compiler keeps its address space: ld.shared, not generic loads.
+    unsigned char* base = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u) + warp * warp_smem<NIN, L, S, D>();
     unsigned long long* bar = (unsigned long long*)(base + (size_t)D * S * L * 4 * NIN);
     float* ostage = (float*)(base + (size_t)D * S * L * 4 * NIN + 128 * D);
     auto stage = [&](int k, int slot) { return (float*)(base + ((size_t)k * D + slot) * S * L * 4); };
