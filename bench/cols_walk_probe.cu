@@ -8,9 +8,10 @@
 //   tma      one bulk tensor copy (3-D tensor map) per stage and input
 //   nostore  tma, but only the last step is stored (what the loads and the chain cost alone)
 //   tmaout   tma, and each stage's results leave by a bulk tensor store from shared memory
-// Every other feed stores each step with st.global. Built and run by `WALK_PROBE=1
-// scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++17 -arch=sm_90 bench/cols_walk_probe.cu -o probe
-// && ./probe [FEED...]. Checks its last configuration per case bitwise against a host scan.
+// Every other feed stores each step with st.global. Built and run by `WALK_PROBE="[FEED...]"
+// scripts/gpu.sh OUTDIR` (no feed named: all), or: nvcc -O3 -std=c++17 -arch=sm_90
+// bench/cols_walk_probe.cu -o probe && ./probe [FEED...]. Checks its last configuration per
+// case bitwise against a host scan.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
