@@ -16,11 +16,11 @@ namespace scanc {
 inline float exp_f32(float x) {
     // exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]. Inputs
     // are first clamped to where n fits the two scalings below: exp(89) overflows and exp(-104)
-    // is below half the smallest subnormal, so the clamps change no result. NaN goes to 0 here
-    // (a NaN must not reach the integer conversion) and comes back at the end.
-    float c = x < -104.0f ? -104.0f : x;
-    c = c > 89.0f ? 89.0f : c;
-    c = x != x ? 0.0f : c;
+    // is below half the smallest subnormal, so the clamps change no result. Written as
+    // (a > b ? a : b) and (a < b ? a : b), one maxps and one minps in the lane loops, which also
+    // take NaN to -104 (a NaN must not reach the integer conversion); it comes back at the end.
+    float c = x > -104.0f ? x : -104.0f;
+    c = c < 89.0f ? c : 89.0f;
     // Round to nearest by the 1.5 x 2^23 trick: additions only, the same on every ISA.
     constexpr float kRound = 12582912.0f;
     const float n = (c * 1.44269504088896341f + kRound) - kRound;
@@ -35,8 +35,9 @@ inline float exp_f32(float x) {
     p = p * r + 5.0000001201e-1f;
     const float y = (p * (r * r) + r) + 1.0f;
     // 2^n as two normal powers of two (n in [-150, 128]): y 2^n1 is exact, the second product
-    // rounds once, to a subnormal, zero or infinity where the result is one.
-    const std::int32_t ni = static_cast<std::int32_t>(n), n1 = ni / 2, n2 = ni - n1;
+    // rounds once, to a subnormal, zero or infinity where the result is one. n1 = floor(n / 2)
+    // (a shift; any split with both parts normal gives the same product).
+    const std::int32_t ni = static_cast<std::int32_t>(n), n1 = ni >> 1, n2 = ni - n1;
     const float s1 = std::bit_cast<float>(static_cast<std::uint32_t>(n1 + 127) << 23);
     const float s2 = std::bit_cast<float>(static_cast<std::uint32_t>(n2 + 127) << 23);
     const float e = (y * s1) * s2;
