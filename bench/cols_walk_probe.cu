@@ -94,8 +94,9 @@ __global__ void walk(const float* __restrict__ in0, const float* __restrict__ in
     // Aligned by an offset from the shared array itself (not through an integer cast), so that
     // the compiler keeps its address space: ld.shared, not generic loads.
     unsigned char* base = smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u) + warp * warp_smem<NIN, L, S, D>();
-    unsigned long long* bar = (unsigned long long*)(base + (size_t)D * S * L * 4 * NIN);
-    float* ostage = (float*)(base + (size_t)D * S * L * 4 * NIN + 128 * D);
+    const size_t in_bytes = (size_t)D * S * L * 4 * NIN;  // the input stages, then the layout of warp_smem
+    unsigned long long* bar = (unsigned long long*)(base + in_bytes);
+    float* ostage = (float*)(base + in_bytes + 128 * D);
     auto stage = [&](int k, int slot) { return (float*)(base + ((size_t)k * D + slot) * S * L * 4); };
     const float* src[2] = {in0, in1};
     if (lane == 0)

@@ -38,10 +38,11 @@ export SCANC_CACHE_DIR=$(mktemp -d /tmp/scanc-cache.XXXX)
 # those of a program the machine has never seen.
 export CUDA_CACHE_DISABLE=1
 log() { echo "== $*"; }
+NVCC="nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude"  # bench/*.cu
 
 if [ -n "${WALK_PROBE+x}" ]; then
   log "cols walk probe (bench/cols_walk_probe.cu)"
-  mkdir -p $BUILD && nvcc -O3 -std=c++17 -arch=sm_90 bench/cols_walk_probe.cu -o $BUILD/cols_walk_probe 2>&1 | grep -v -i deprecat
+  mkdir -p $BUILD && $NVCC bench/cols_walk_probe.cu -o $BUILD/cols_walk_probe || exit 1
   timeout ${BENCH_TIMEOUT:-300} $BUILD/cols_walk_probe $WALK_PROBE 2>&1 | tee "$OUT/walk_probe.txt"
   exit 0
 fi
@@ -50,7 +51,6 @@ log "configure + build (CUDA backend, reference, tests)"
 cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \
       -DSCANC_BUILD_CLI=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 # The benchmark's CUDA objects compile while ninja builds the libraries.
-NVCC="nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude"
 ( $NVCC -c bench/gpu_bench.cu -o $BUILD/gpu_bench.o && $NVCC -c bench/cub_scan.cu -o $BUILD/cub_scan.o ) \
     > "$OUT/nvcc.log" 2>&1 &
 NVCC_PID=$!
