@@ -172,11 +172,13 @@ std::vector<T> run_op(cpu::OpFn fn, T s, int l0, int l1, int shift, unsigned cha
     return std::vector<T>(d, d + kLanes);
 }
 
+// The 64-byte op `wide` against the AVX2 table's op for `key`, over random operands (broadcast
+// ones, where key.bcast says, taking each of a few awkward values).
 template <typename T>
-void expect_same_ops(cpu::OpKey key, std::uint64_t& seed) {
+void expect_same_ops(cpu::OpKey key, cpu::OpFn wide, std::uint64_t& seed) {
     const T kBroadcasts[] = {T(0x1p-149f), T(-0x1p-140f), T(0x1p-100f), T(-0x1.fffffep-65f),
                              T(0x1p-63f), T(0.999f), T(-3.0f), T(0.0f)};
-    cpu::OpFn wide = cpu::lookup_bcast_avx512(key), narrow = cpu::lookup_op_avx2(key);
+    cpu::OpFn narrow = cpu::lookup_op_avx2(key);
     ASSERT_NE(wide, nullptr);
     ASSERT_NE(narrow, nullptr);
     for (T s : kBroadcasts)
@@ -198,6 +200,11 @@ void expect_same_ops(cpu::OpKey key, std::uint64_t& seed) {
             }
 }
 
+template <typename T>
+void expect_same_bcast_ops(cpu::OpKey key, std::uint64_t& seed) {
+    expect_same_ops<T>(key, cpu::lookup_bcast_avx512(key), seed);
+}
+
 TEST(CpuIsa, WideBroadcastOpsGiveTheAvx2OpsBitsOnEitherRoute) {
     if (!wide_in_use()) GTEST_SKIP() << "the wide ops are not in use";
     using cpu::OpKind;
@@ -205,18 +212,48 @@ TEST(CpuIsa, WideBroadcastOpsGiveTheAvx2OpsBitsOnEitherRoute) {
     for (bool stream : {false, true}) {
         for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div})
             for (unsigned char mask : {1, 2, 3}) {
-                expect_same_ops<float>({OpKind::Binary, op, DType::F32, DType::F32, stream, mask},
-                                       seed);
-                expect_same_ops<double>({OpKind::Binary, op, DType::F64, DType::F64, stream, mask},
-                                        seed);
+                expect_same_bcast_ops<float>({OpKind::Binary, op, DType::F32, DType::F32, stream, mask},
+                                             seed);
+                expect_same_bcast_ops<double>({OpKind::Binary, op, DType::F64, DType::F64, stream, mask},
+                                              seed);
             }
         for (OpKind kind : {OpKind::MulAdd, OpKind::AddMul})
             for (unsigned char mask = 1; mask < 8; ++mask) {
-                expect_same_ops<float>({kind, Op::Add, DType::F32, DType::F32, stream, mask}, seed);
-                expect_same_ops<double>({kind, Op::Add, DType::F64, DType::F64, stream, mask},
-                                        seed);
+                expect_same_bcast_ops<float>({kind, Op::Add, DType::F32, DType::F32, stream, mask},
+                                             seed);
+                expect_same_bcast_ops<double>({kind, Op::Add, DType::F64, DType::F64, stream, mask},
+                                              seed);
             }
     }
+}
+
+// An elementwise prologue's arithmetic and transcendentals (scanc's own f32 functions) run 64
+// bytes a vector, with the AVX2 ones' bits, and the op table hands them out at the AVX-512 level.
+TEST(CpuIsa, WideLaneLoopsOfArithmeticExpLogSigmoidAndSoftplusGiveTheAvx2OpsBits) {
+    if (!wide_in_use()) GTEST_SKIP() << "the wide ops are not in use";
+    using cpu::OpKind;
+    std::uint64_t seed = 320;
+    auto expect_same = [&](cpu::OpKey key, auto type) {
+        cpu::OpFn wide = cpu::lookup_lanes_avx512(key);
+        ASSERT_NE(wide, nullptr) << "op " << int(key.op) << " kind " << int(key.kind);
+        EXPECT_EQ(cpu::lookup_op(key), wide) << "op " << int(key.op) << " kind " << int(key.kind);
+        expect_same_ops<decltype(type)>(key, wide, seed);
+    };
+    for (Op op : {Op::Exp, Op::Log, Op::Log1p, Op::Sigmoid, Op::Softplus})
+        expect_same({OpKind::Unary, op, DType::F32}, float{});
+    for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div}) {
+        expect_same({OpKind::Binary, op, DType::F32}, float{});
+        expect_same({OpKind::Binary, op, DType::F64}, double{});
+    }
+    for (OpKind kind : {OpKind::MulAdd, OpKind::AddMul}) {
+        expect_same({kind, Op::Add, DType::F32}, float{});
+        expect_same({kind, Op::Add, DType::F64}, double{});
+    }
+    // f64 exp (the C library's) and the other ops stay with the AVX2 table.
+    EXPECT_EQ(cpu::lookup_lanes_avx512({OpKind::Unary, Op::Exp, DType::F64}), nullptr);
+    EXPECT_EQ(cpu::lookup_lanes_avx512({OpKind::Unary, Op::Tanh, DType::F32}), nullptr);
+    EXPECT_EQ(cpu::lookup_lanes_avx512({OpKind::Binary, Op::Max, DType::F32}), nullptr);
+    EXPECT_EQ(cpu::lookup_lanes_avx512({OpKind::Binary, Op::Add, DType::I32}), nullptr);
 }
 
 }  // namespace

@@ -112,6 +112,9 @@ OpFn lookup_op(const OpKey& key);
 OpFn lookup_op_baseline(const OpKey& key);
 OpFn lookup_op_avx2(const OpKey& key);
 OpFn lookup_bcast_avx512(const OpKey& key);  // OpKey::bcast variants only (ops_avx512.cpp)
+// The plain (not bcast, tee or stream) f32/f64 + - * /, MulAdd, AddMul and f32 exp, log, log1p,
+// sigmoid, softplus; null for the others (ops_avx512.cpp).
+OpFn lookup_lanes_avx512(const OpKey& key);
 
 // dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols; strides in elements of `esize`
 // bytes, any sign. Moves tiles between memory and lane-contiguous scratch.

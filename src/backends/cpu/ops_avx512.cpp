@@ -1,14 +1,18 @@
 // What runs 16 f32 lanes a vector on AVX-512 (built for it, see CMakeLists.txt; picked at run
 // time by ops_dispatch.cpp only on CPUs that have AVX-512F): the register kernel of fix-ups
-// (ops_seg_local.inc), whole rows in registers (ops_row_scan.inc) and the broadcast op
-// variants of the fix-ups' phase 3 (ops_variants.inc). The rest of the op table stays AVX2.
+// (ops_seg_local.inc), whole rows in registers (ops_row_scan.inc), the broadcast op variants
+// of the fix-ups' phase 3 (ops_variants.inc), and the plain lane loops of the arithmetic ops and
+// of f32 exp, log, log1p, sigmoid and softplus (scanc's straight-line functions, float_math.h),
+// where an elementwise prologue spends most of its time. The rest of the op table stays AVX2.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include <immintrin.h>
 
+#include "../../ir/float_math.h"
 #include "bytecode.h"
 #include "minmax_regs.h"
 #include "transpose_regs.h"
@@ -16,15 +20,49 @@
 namespace scanc::cpu {
 namespace avx512 {
 namespace {
+#include "ops_scalar.inc"
 #include "ops_seg_local.inc"
 #include "ops_row_scan.inc"
 #include "ops_vec.inc"
 #include "ops_variants.inc"
+
+// The plain lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul, and f32
+// exp, log, log1p, sigmoid, softplus; null for the rest of the table.
+OpFn lookup_lanes_of(const OpKey& k) {
+    if (k.bcast || k.tee || k.stream || (k.t != DType::F32 && k.t != DType::F64)) return nullptr;
+    auto arithmetic = [&](auto v) -> OpFn {
+        using T = decltype(v);
+        switch (k.kind) {
+            case OpKind::MulAdd: return &mul_add_loop<T, true>;
+            case OpKind::AddMul: return &mul_add_loop<T, false>;
+            case OpKind::Binary: break;
+            default: return nullptr;
+        }
+        switch (k.op) {
+            case Op::Add: return &binary_loop<T, AddF>;
+            case Op::Sub: return &binary_loop<T, SubF>;
+            case Op::Mul: return &binary_loop<T, MulF>;
+            case Op::Div: return &binary_loop<T, DivF>;
+            default: return nullptr;
+        }
+    };
+    if (k.kind != OpKind::Unary) return k.t == DType::F32 ? arithmetic(float{}) : arithmetic(double{});
+    if (k.t != DType::F32) return nullptr;
+    switch (k.op) {
+        case Op::Exp: return &unary_loop<float, ExpF>;
+        case Op::Log: return &unary_loop<float, LogF>;
+        case Op::Log1p: return &unary_loop<float, Log1pF>;
+        case Op::Sigmoid: return &unary_loop<float, SigmoidF>;
+        case Op::Softplus: return &unary_loop<float, SoftplusF>;
+        default: return nullptr;
+    }
+}
 }  // namespace
 }  // namespace avx512
 
 SegLocalFn seg_local_avx512() { return &avx512::seg_local<avx512::Vec512>; }
 RowScanFn row_scan_avx512() { return &avx512::row_scan<avx512::Vec512>; }
 OpFn lookup_bcast_avx512(const OpKey& key) { return avx512::lookup_bcast_of(key); }
+OpFn lookup_lanes_avx512(const OpKey& key) { return avx512::lookup_lanes_of(key); }
 
 }  // namespace scanc::cpu

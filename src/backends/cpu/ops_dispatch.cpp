@@ -35,6 +35,9 @@ Isa cpu_isa() {
 OpFn lookup_op(const OpKey& key) {
     // Broadcast variants (the fix-up's phase 3) 16 f32 lanes a vector; the same values.
     if (cpu_isa() == Isa::Avx512 && key.bcast && !key.tee) return lookup_bcast_avx512(key);
+    // The arithmetic and f32 exp, log, ... 64 bytes a vector; the same values.
+    if (cpu_isa() == Isa::Avx512)
+        if (OpFn fn = lookup_lanes_avx512(key)) return fn;
     return has_avx2() ? lookup_op_avx2(key) : lookup_op_baseline(key);
 }
 
