@@ -22,6 +22,7 @@
 #include "gpu_timing.cuh"
 #include "scanc/backends/cuda.h"
 #include "scanc/dsl/expr.h"
+#include "scanc/text/parser.h"
 
 double cub_sum(const float* in, float* out, long long n, cudaStream_t stream);
 double cub_max(const float* in, float* out, long long n, cudaStream_t stream);
@@ -86,6 +87,10 @@ CombineRef affine_combine() {
         return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
     });
 }
+
+// The main job's program (scripts/main.sh): examples/mamba.scan, the affine scan along dim 1 of
+// (B, L, D) with its prologue a = exp(dt A), b = dt x fused into the scan kernel; returns h.
+ProgramRef mamba_program() { return load_module("examples/mamba.scan").program("mamba"); }
 
 // A program scanning `leaves` f32 params of rank `rank` along `dim`, returning the last leaf.
 ProgramRef scan_program(const CombineRef& combine, int rank, int dim) {
@@ -290,6 +295,7 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"cols affine (1,4096,3000)", affine_combine(), {1, 4096, 3000}, 1},
                  {"cols affine 65536x512", affine_combine(), {65536, 512}, 0},
                  {"cols affine dim 0", affine_combine(), {4096, 8192}, 0},  // the walk probe's best case
+                 {"cols affine (4,4096,256)", affine_combine(), {4, 4096, 256}, 1},  // the main job's shape
                  // combines of longer latency than an add: cummax and logcumsumexp
                  {"max 1-D", max_combine(), {1ll << 28}, 0},
                  {"max rows", max_combine(), {8192, 4096}, 1},
@@ -449,6 +455,19 @@ int main(int argc, char** argv) {
                 second.cpu, second.note.c_str(), load, load_average());
 
     std::vector<Row> rows;
+    // Times `exe` on `in` (device buffers `bufs`, freed after) as a row of `bytes`, beside a copy
+    // of the same bytes (read + write): what a kernel of this size can reach, launch, ramp-up and
+    // drain included. The targets divide by the 2^28 copy.
+    auto time_row = [&](Row r, Executable& exe, const std::vector<TensorView>& in, std::vector<float*> bufs) {
+        r.seconds = time_runs(exe, in, opts, s);
+        for (float* p : bufs) cudaFree(p);
+        r.same_copy_seconds = copy_seconds(static_cast<long long>(r.bytes / 8), s);
+        rows.push_back(r);
+        std::printf("%-34s %8.1f us  %6.0f GB/s  %5.1f%% of copy, %5.1f%% of a same-bytes copy\n", r.name.c_str(),
+                    r.seconds * 1e6, r.bytes / r.seconds / 1e9, 100 * r.bytes / r.seconds / copy_bw,
+                    100 * r.same_copy_seconds / r.seconds);
+        std::fflush(stdout);
+    };
     auto bench = [&](const std::string& name, const CombineRef& combine, std::vector<std::int64_t> shape, int dim,
                      double target) {
         long long n = 1;
@@ -461,17 +480,18 @@ int main(int argc, char** argv) {
             bufs.push_back(device_random(n, 17 + i, coefficient ? 0.5f : -1.0f, 1.0f));
             in.push_back(device_view(bufs.back(), shape));
         }
-        double sec = time_runs(*exe, in, opts, s);
-        Row r{name, 4.0 * n * (combine->num_leaves() + 1), sec, 0, 0, target};
+        Row r{name, 4.0 * n * (combine->num_leaves() + 1), 0, 0, 0, target};
         if (shape.size() == 1) r.cub_seconds = cub_on(*combine, bufs, n, s, r.cub_bytes);  // CUB, same data
-        for (float* p : bufs) cudaFree(p);
-        // A copy that moves the scan's bytes (read + write): what a kernel of this size can reach,
-        // launch, ramp-up and drain included. The targets divide by the 2^28 copy.
-        r.same_copy_seconds = copy_seconds(static_cast<long long>(r.bytes / 8), s);
-        rows.push_back(r);
-        std::printf("%-34s %8.1f us  %6.0f GB/s  %5.1f%% of copy, %5.1f%% of a same-bytes copy\n", name.c_str(),
-                    sec * 1e6, r.bytes / sec / 1e9, 100 * r.bytes / sec / copy_bw, 100 * r.same_copy_seconds / sec);
-        std::fflush(stdout);
+        time_row(r, *exe, in, bufs);
+    };
+    // The main job: x, dt in, h out; A (D floats) negative, dt in [0, 1].
+    auto bench_mamba = [&](const std::string& name, std::int64_t B, std::int64_t L, std::int64_t D) {
+        const long long n = B * L * D;
+        auto exe = CudaBackend().compile(mamba_program());
+        std::vector<float*> bufs = {device_random(n, 21, -1, 1), device_random(n, 22, 0, 1), device_random(D, 23, -1, -0.1f)};
+        std::vector<TensorView> in = {device_view(bufs[0], {B, L, D}), device_view(bufs[1], {B, L, D}),
+                                      device_view(bufs[2], {D})};
+        time_row(Row{name, 4.0 * (3 * n + D), 0, 0, 0, 0}, *exe, in, bufs);
     };
     if (argc > 1 && std::string(argv[1]) == "--sweep") return sweep(argc - 2, argv + 2, copy_bw, opts, s);
     if (argc > 2 && std::string(argv[1]) == "--sizes") return size_sweep(argv[2], opts, s);
@@ -485,6 +505,8 @@ int main(int argc, char** argv) {
     bench("max 1-D 2^28", max_combine(), {big}, 0, 0);
     bench("sum 1-D 2^20", sum_combine(), {1 << 20}, 0, 0);
     bench("sum 2^18 rows of 128", sum_combine(), {1 << 18, 128}, 1, 0);
+    bench_mamba("mamba (4,4096,256) (main job)", 4, 4096, 256);
+    bench_mamba("mamba (8,4096,1024)", 8, 4096, 1024);
 
     std::string table = "| case | scanc us | scanc GB/s | % of copy | target | % of a same-bytes copy | CUB GB/s | "
                         "CUB % of copy |\n|---|---|---|---|---|---|---|---|\n";

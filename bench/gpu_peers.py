@@ -49,6 +49,11 @@ def add(l, r):
     return l + r
 
 
+def mamba(x, dt, A, scan):
+    """The main job (examples/mamba.scan): h of the affine scan of (exp(dt A), dt x) along dim 1."""
+    return scan((torch.exp(dt * A), dt * x))[1]
+
+
 CASES = [  # name, kind, shape, dim
     ("sum 1-D 2^28", "sum", (1 << 28,), 0),
     ("sum rows 8192x4096 dim 1", "sum", (8192, 4096), 1),
@@ -57,6 +62,8 @@ CASES = [  # name, kind, shape, dim
     ("affine rows 8192x4096 dim 1", "affine", (8192, 4096), 1),
     ("affine (2,4096,1024) dim 1", "affine", (2, 4096, 1024), 1),
     ("affine 1-D 2^28", "affine", (1 << 28,), 0),
+    ("mamba (4,4096,256) (main job)", "mamba", (4, 4096, 256), 1),
+    ("mamba (8,4096,1024)", "mamba", (8, 4096, 1024), 1),
 ]
 
 
@@ -81,8 +88,12 @@ def main():
     for name, kind, shape, dim in CASES:
         leaves = 1 if kind == "sum" else 2
         bytes_moved = 4 * (leaves + 1) * torch.Size(shape).numel()
-        xs = [torch.rand(shape, device="cuda") * (0.5 if (kind == "affine" and i == 0) else 2) +
-              (0.5 if (kind == "affine" and i == 0) else -1) for i in range(leaves)]
+        if kind == "mamba":  # x in [-1, 1], dt in [0, 1], A (D floats) in [-1, -0.1]
+            xs = [torch.rand(shape, device="cuda") * 2 - 1, torch.rand(shape, device="cuda"),
+                  -0.1 - 0.9 * torch.rand(shape[-1:], device="cuda")]
+        else:
+            xs = [torch.rand(shape, device="cuda") * (0.5 if (kind == "affine" and i == 0) else 2) +
+                  (0.5 if (kind == "affine" and i == 0) else -1) for i in range(leaves)]
         res = {}
 
         def record(key, fn, timer=median_time):
@@ -97,24 +108,29 @@ def main():
 
         if kind == "sum":
             record("torch.cumsum", lambda: torch.cumsum(xs[0], dim))
-            combine = add
-            args = xs[0]
-        else:
-            combine = affine
-            args = (xs[0], xs[1])
         for dynamic in (False, True):
             torch._dynamo.reset()
-            f = torch.compile(lambda a, c=combine, d=dim: associative_scan(c, a, d),
+            if kind == "mamba":
+                f = torch.compile(lambda x, dt, A, d=dim: mamba(x, dt, A, lambda ab: associative_scan(affine, ab, d)),
+                                  dynamic=dynamic)
+                record(f"torch.compile {'dynamic' if dynamic else 'static'}", lambda f=f: f(*xs))
+                continue
+            f = torch.compile(lambda a, c=add if kind == "sum" else affine, d=dim: associative_scan(c, a, d),
                               dynamic=dynamic)
-            record(f"torch.compile {'dynamic' if dynamic else 'static'}", lambda f=f: f(args))
+            args = xs[0] if kind == "sum" else (xs[0], xs[1])
+            record(f"torch.compile {'dynamic' if dynamic else 'static'}", lambda f=f, a=args: f(a))
         if jax is not None:
             ja = [jnp.asarray(x.cpu().numpy()) for x in xs]
+            jaffine = lambda l, r: (l[0] * r[0], r[0] * l[1] + r[1])  # noqa: E731
             if kind == "sum":
                 jf = jax.jit(lambda a, d=dim: jnp.cumsum(a, axis=d))
                 record("jax", lambda: jf(ja[0]).block_until_ready(), wall_median)
+            elif kind == "mamba":
+                jf = jax.jit(lambda x, dt, A, d=dim: jax.lax.associative_scan(
+                    jaffine, (jnp.exp(dt * A), dt * x), axis=d)[1])
+                record("jax", lambda: jax.block_until_ready(jf(*ja)), wall_median)
             else:
-                jf = jax.jit(lambda a, b, d=dim: jax.lax.associative_scan(
-                    lambda l, r: (l[0] * r[0], r[0] * l[1] + r[1]), (a, b), axis=d))
+                jf = jax.jit(lambda a, b, d=dim: jax.lax.associative_scan(jaffine, (a, b), axis=d))
                 record("jax", lambda: jax.block_until_ready(jf(ja[0], ja[1])), wall_median)
             del ja
         rows.append((name, res))

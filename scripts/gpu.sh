@@ -54,10 +54,10 @@ cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DS
 ( $NVCC -c bench/gpu_bench.cu -o $BUILD/gpu_bench.o && $NVCC -c bench/cub_scan.cu -o $BUILD/cub_scan.o ) \
     > "$OUT/nvcc.log" 2>&1 &
 NVCC_PID=$!
-ninja -C $BUILD -j"$(nproc)" cuda_test scanc_backend_cuda scanc_dsl >> "$OUT/build.log" 2>&1 || { grep -B2 -A8 error "$OUT/build.log" | head -60; exit 1; }
+ninja -C $BUILD -j"$(nproc)" cuda_test scanc_backend_cuda scanc_dsl scanc_text >> "$OUT/build.log" 2>&1 || { grep -B2 -A8 error "$OUT/build.log" | head -60; exit 1; }
 wait $NVCC_PID; cat "$OUT/nvcc.log" >> "$OUT/build.log"; rm -f "$OUT/nvcc.log"
 $NVCC $BUILD/gpu_bench.o $BUILD/cub_scan.o \
-     $BUILD/src/backends/cuda/libscanc_backend_cuda.a $BUILD/src/dsl/libscanc_dsl.a \
+     $BUILD/src/backends/cuda/libscanc_backend_cuda.a $BUILD/src/dsl/libscanc_dsl.a $BUILD/src/text/libscanc_text.a \
      $BUILD/src/runtime/libscanc_runtime.a $BUILD/src/ir/libscanc_ir.a -ldl -o $BUILD/gpu_bench \
      >> "$OUT/build.log" 2>&1 || { grep -A5 error "$OUT/build.log" | head -40; echo "gpu_bench did not build"; }
 
