@@ -19,7 +19,7 @@
 # (OUTDIR/compile_ab.txt); OPTIONS_AB="--Ofast-compile=mid ..." runs the sweep (SWEEP_ONLY applies)
 # and new processes' first runs under each SCANC_NVRTC_OPTIONS against none (OUTDIR/options_ab.txt);
 # FIRST_LAUNCH_WRAP="CMD" runs the machine's first new process under CMD (e.g. a rusage printer);
-# WALK_PROBE="[FEED...]" runs only bench/cols_walk_probe.cu (cols lines walked whole by one warp,
+# WALK_PROBE="[FEED...]" runs only bench/cols_walk_probe.cu (cols lines walked whole by a warp or a block,
 # fed through shared memory; OUTDIR/walk_probe.txt) and exits;
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
