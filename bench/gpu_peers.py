@@ -49,9 +49,14 @@ def add(l, r):
     return l + r
 
 
-def mamba(x, dt, A, scan):
-    """The main job (examples/mamba.scan): h of the affine scan of (exp(dt A), dt x) along dim 1."""
-    return scan((torch.exp(dt * A), dt * x))[1]
+def peer_function(kind, dim, associative_scan):
+    """What torch.compile compiles for `kind`, taking the case's inputs as positional arguments:
+    the main job (examples/mamba.scan) is h of the affine scan of (exp(dt A), dt x)."""
+    if kind == "sum":
+        return lambda a: associative_scan(add, a, dim)
+    if kind == "affine":
+        return lambda a, b: associative_scan(affine, (a, b), dim)
+    return lambda x, dt, A: associative_scan(affine, (torch.exp(dt * A), dt * x), dim)[1]
 
 
 CASES = [  # name, kind, shape, dim
@@ -110,27 +115,19 @@ def main():
             record("torch.cumsum", lambda: torch.cumsum(xs[0], dim))
         for dynamic in (False, True):
             torch._dynamo.reset()
-            if kind == "mamba":
-                f = torch.compile(lambda x, dt, A, d=dim: mamba(x, dt, A, lambda ab: associative_scan(affine, ab, d)),
-                                  dynamic=dynamic)
-                record(f"torch.compile {'dynamic' if dynamic else 'static'}", lambda f=f: f(*xs))
-                continue
-            f = torch.compile(lambda a, c=add if kind == "sum" else affine, d=dim: associative_scan(c, a, d),
-                              dynamic=dynamic)
-            args = xs[0] if kind == "sum" else (xs[0], xs[1])
-            record(f"torch.compile {'dynamic' if dynamic else 'static'}", lambda f=f, a=args: f(a))
+            f = torch.compile(peer_function(kind, dim, associative_scan), dynamic=dynamic)
+            record(f"torch.compile {'dynamic' if dynamic else 'static'}", lambda f=f: f(*xs))
         if jax is not None:
             ja = [jnp.asarray(x.cpu().numpy()) for x in xs]
-            jaffine = lambda l, r: (l[0] * r[0], r[0] * l[1] + r[1])  # noqa: E731
             if kind == "sum":
                 jf = jax.jit(lambda a, d=dim: jnp.cumsum(a, axis=d))
                 record("jax", lambda: jf(ja[0]).block_until_ready(), wall_median)
             elif kind == "mamba":
                 jf = jax.jit(lambda x, dt, A, d=dim: jax.lax.associative_scan(
-                    jaffine, (jnp.exp(dt * A), dt * x), axis=d)[1])
+                    affine, (jnp.exp(dt * A), dt * x), axis=d)[1])
                 record("jax", lambda: jax.block_until_ready(jf(*ja)), wall_median)
             else:
-                jf = jax.jit(lambda a, b, d=dim: jax.lax.associative_scan(jaffine, (a, b), axis=d))
+                jf = jax.jit(lambda a, b, d=dim: jax.lax.associative_scan(affine, (a, b), axis=d))
                 record("jax", lambda: jax.block_until_ready(jf(ja[0], ja[1])), wall_median)
             del ja
         rows.append((name, res))

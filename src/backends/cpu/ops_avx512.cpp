@@ -26,27 +26,20 @@ namespace {
 #include "ops_vec.inc"
 #include "ops_variants.inc"
 
-// The plain lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul, and f32
-// exp, log, log1p, sigmoid, softplus; null for the rest of the table.
+// The plain lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
+// lookup_variant, ops_variants.inc), and f32 exp, log, log1p, sigmoid, softplus; null for the
+// rest of the table.
+template <Op O>
+using ArithmeticF = std::conditional_t<O == Op::Add, AddF,
+                    std::conditional_t<O == Op::Sub, SubF, std::conditional_t<O == Op::Mul, MulF, DivF>>>;
+struct PlainOps {
+    static constexpr bool kBinary = true;
+    template <class T, Op O> static constexpr OpFn binary = &binary_loop<T, ArithmeticF<O>>;
+    template <class T, bool P> static constexpr OpFn mul_add = &mul_add_loop<T, P>;
+};
 OpFn lookup_lanes_of(const OpKey& k) {
-    if (k.bcast || k.tee || k.stream || (k.t != DType::F32 && k.t != DType::F64)) return nullptr;
-    auto arithmetic = [&](auto v) -> OpFn {
-        using T = decltype(v);
-        switch (k.kind) {
-            case OpKind::MulAdd: return &mul_add_loop<T, true>;
-            case OpKind::AddMul: return &mul_add_loop<T, false>;
-            case OpKind::Binary: break;
-            default: return nullptr;
-        }
-        switch (k.op) {
-            case Op::Add: return &binary_loop<T, AddF>;
-            case Op::Sub: return &binary_loop<T, SubF>;
-            case Op::Mul: return &binary_loop<T, MulF>;
-            case Op::Div: return &binary_loop<T, DivF>;
-            default: return nullptr;
-        }
-    };
-    if (k.kind != OpKind::Unary) return k.t == DType::F32 ? arithmetic(float{}) : arithmetic(double{});
+    if (k.bcast || k.tee || k.stream) return nullptr;
+    if (k.kind != OpKind::Unary) return lookup_variant<PlainOps>(k);
     if (k.t != DType::F32) return nullptr;
     switch (k.op) {
         case Op::Exp: return &unary_loop<float, ExpF>;
