@@ -292,8 +292,11 @@ TEST_F(CudaDifferential, ExamplesMatchOnRandomInputs) {
                     shape.push_back(it->second);
                 }
                 DType t = param->type().dtype;
-                // [0.25, 0.5]: products of 2x2 matrices stay bounded, so no run overflows.
-                inputs.push_back(random_tensor(t, shape, rng, is_float(t) ? Fill{false, 0.25, 0.5} : Fill{true, 0, 3}));
+                // [0.25, 0.5]: products of 2x2 matrices stay bounded, so no run overflows; mamba's
+                // dt A of both signs, as a decaying state has (all positive, h overflows within
+                // the 1031 steps, where a fused multiply-add may round to FLT_MAX or to inf).
+                const double low = std::string(file) == "mamba.scan" ? -0.5 : 0.25;
+                inputs.push_back(random_tensor(t, shape, rng, is_float(t) ? Fill{false, low, 0.5} : Fill{true, 0, 3}));
             }
             expect_matches_reference(program, inputs, 1e-3, 1e-4);
         }

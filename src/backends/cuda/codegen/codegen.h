@@ -91,6 +91,10 @@ struct StageLayout {
 };
 using Layout = std::vector<StageLayout>;  // per stage
 
+// Whether an access of a scan stage is broadcast along the scan dim (rank too short, or an
+// extent of constant 1): one value per line, read once per line by the kernels.
+bool invariant_along_scan(const Stage& stage, const Access& access);
+
 // The class of contiguous inputs, read off the program alone: an access steps by its element
 // size times the steps of its slices along the scan dim, or 0 where it is broadcast along it
 // (rank too short, or an extent of constant 1).

@@ -1,5 +1,6 @@
 // Generating the CUDA source of a plan: one struct K<id> per stage (state, combine, fused
 // prologue `load` and epilogue `store`, tuning constants) and its extern "C" kernels.
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -51,6 +52,7 @@ public:
 
     void emit() {
         rank_ = std::max(s_.rank, 1);
+        for (const Access& a : s_.inputs) invariant_.push_back(s_.is_scan && invariant_along_scan(s_, a));
         out_ << "\n// stage " << s_.id << ": " << (s_.is_scan ? "scan" : "map") << " over rank "
              << s_.rank << (s_.is_scan ? cat(", dim ", s_.dim, s_.reverse ? ", reverse" : "") : "")
              << "\nstruct " << k_ << " {\n";
@@ -117,13 +119,23 @@ private:
              << ", ROW_SKIP = " << (tuning_.row_skip ? "true" : "false")
              << ", STAMPS = " << (tuning_.stamps ? "true" : "false") << ";\n";
         emit_steps();
+        bool computes = false;  // whether some leaf is computed rather than read as it is stored
+        for (int i = 0; i < attr.num_leaves; ++i) {
+            const Node* leaf = scan->inputs[i].get();
+            const auto access = std::find_if(s_.inputs.begin(), s_.inputs.end(), [&](const Access& a) { return a.node == leaf; });
+            computes = computes || access == s_.inputs.end() || access->dtype != leaves[i];
+        }
+        out_ << "    static constexpr bool FETCH_FIRST = " << (computes ? "true" : "false") << ";\n";
         out_ << "    struct State {";
         for (std::size_t i = 0; i < leaves.size(); ++i) out_ << " " << compute_ctype(leaves[i]) << " v" << i << ";";
         out_ << " };\n    struct Cap {";
         for (std::size_t i = 0; i < captured.size(); ++i) out_ << " " << compute_ctype(captured[i]) << " c" << i << ";";
         out_ << " };\n"
              << "    struct Args { i64 size[R]; View<R> in[NIN]; View<R> out[NOUT]; ScanParams p; };\n"
-             << "    struct Ctx { i64 bin[NIN]; i64 bout[NOUT]; Cap cap; };\n";
+             << "    struct Ctx { i64 bin[NIN]; i64 bout[NOUT]; Cap cap;";
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k)
+            if (invariant_[k]) out_ << " " << compute_ctype(s_.inputs[k].dtype) << " i" << k << ";";
+        out_ << " };\n";
         emit_words(leaves);
         emit_combine(combine, leaves, captured);
         // row_base: offsets of the row/lane at (o, i), and the captured values there.
@@ -140,13 +152,26 @@ private:
             for (std::size_t i = 0; i < captured.size(); ++i)
                 out_ << "        x.cap.c" << i << " = " << e.value_as(scan->inputs[attr.num_leaves + i].get(), captured[i]) << ";\n";
         }
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k)
+            if (invariant_[k]) out_ << "        x.i" << k << " = " << load_text(cat("a.in[", k, "].ptr"), cat("x.bin[", k, "]"), s_.inputs[k].dtype) << ";\n";
         out_ << "    }\n";
-        // load: the fused prologue, the leaves at the cursor's step.
-        out_ << "    typedef Cursor<NIN, NOUT> Cur;\n"
-             << "    static __device__ __forceinline__ State load(const Cur& c) {\n";
+        // The fused prologue in two halves, so that the kernels issue every load of a thread's
+        // items before the arithmetic of any (interleaved, each warp waits a DRAM latency with a
+        // few loads in flight: docs/benchmarks.md, twenty-seventh session). fetch: the stored
+        // values of the accesses that step along the scan dim; compute: the leaves from them.
+        out_ << "    typedef Cursor<NIN, NOUT> Cur;\n    struct Raw {";
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k)
+            if (!invariant_[k]) out_ << " " << storage_ctype(s_.inputs[k].dtype) << " i" << k << ";";
+        out_ << " };\n    static __device__ __forceinline__ Raw fetch(const Cur& c) {\n        Raw r;\n";
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k)
+            if (!invariant_[k]) out_ << "        r.i" << k << " = ld<" << storage_ctype(s_.inputs[k].dtype) << ">(c.in[" << k << "], 0);\n";
+        out_ << "        return r;\n    }\n"
+             << "    static __device__ __forceinline__ State compute(const Raw& r, const Ctx& x) {\n";
         {
-            ExprEmitter e(out_, "        ", "p", program_type,
-                          [&](const Node* n) { return access_load(n, "c.in[#]", "0"); });
+            ExprEmitter e(out_, "        ", "p", program_type, [&](const Node* n) {
+                const int k = access_index(n);
+                return invariant_[k] ? cat("x.i", k) : loaded_value(cat("r.i", k), s_.inputs[k].dtype);
+            });
             std::vector<std::string> vals;
             for (int i = 0; i < attr.num_leaves; ++i) vals.push_back(e.value_as(scan->inputs[i].get(), leaves[i]));
             out_ << "        State s;\n";
@@ -184,13 +209,15 @@ private:
              << "    static constexpr bool VEC = " << (vectorizable() ? "true" : "false") << ";\n";
     }
 
-    // A vector access's value at component q (in the body of load4/store4's loop), or the
-    // scalar one of a broadcast access.
-    std::string vector_access(const Node* n) {
-        int k = access_index(n);
-        DType t = s_.inputs[k].dtype;
-        if (layout_->in[k] == 0) return load_text(cat("c.in[", k, "]"), "0", t);
-        return loaded_value(cat("vin", k, ".v[q]"), t);
+    // An access's value at component q of a vector step (in the loops of compute4 and store4):
+    // compute4's from its fetched Raw4 `r` (or the row's x.i<k>), store4's from its vin<k>; a
+    // broadcast access (step 0) is one scalar.
+    std::string vector_access(const Node* n, bool fetched) {
+        const int k = access_index(n);
+        const DType t = s_.inputs[k].dtype;
+        if (fetched && invariant_[k]) return cat("x.i", k);
+        if (layout_->in[k] == 0) return fetched ? loaded_value(cat("r.i", k), t) : load_text(cat("c.in[", k, "]"), "0", t);
+        return loaded_value(cat(fetched ? "r.i" : "vin", k, ".v[q]"), t);
     }
 
     // Declares vin<k>, the four elements at c.in[k], for every input that steps along the row.
@@ -201,14 +228,26 @@ private:
                      << storage_ctype(s_.inputs[k].dtype) << ">(c.in[" << k << "]);\n";
     }
 
-    // load4 / store4 (VEC): the fused prologue and epilogue over four consecutive elements, in
-    // memory order, with one vector access per input and output.
+    // fetch4 / compute4 / store4 (VEC): the fused prologue and epilogue over four consecutive
+    // elements, in memory order, with one vector access per input and output.
     void emit_vector_io(const Node* scan, const std::vector<DType>& leaves) {
-        out_ << "    static __device__ __forceinline__ void load4(const Cur& c, State (&s)[4]) {\n";
-        emit_vector_loads();
-        out_ << "        #pragma unroll\n        for (int q = 0; q < 4; ++q) {\n";
+        out_ << "    struct Raw4 {";
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k) {
+            const std::string_view t = storage_ctype(s_.inputs[k].dtype);
+            if (!invariant_[k]) out_ << " " << (layout_->in[k] ? cat("Vec4<", t, ">") : std::string(t)) << " i" << k << ";";
+        }
+        out_ << " };\n    static __device__ __forceinline__ Raw4 fetch4(const Cur& c) {\n        Raw4 r;\n";
+        for (std::size_t k = 0; k < s_.inputs.size(); ++k) {
+            const std::string_view t = storage_ctype(s_.inputs[k].dtype);
+            if (!invariant_[k])
+                out_ << "        r.i" << k << " = " << (layout_->in[k] ? cat("ld4<", t, ">(c.in[", k, "])") : cat("ld<", t, ">(c.in[", k, "], 0)"))
+                     << ";\n";
+        }
+        out_ << "        return r;\n    }\n"
+             << "    static __device__ __forceinline__ void compute4(const Raw4& r, const Ctx& x, State (&s)[4]) {\n"
+             << "        #pragma unroll\n        for (int q = 0; q < 4; ++q) {\n";
         {
-            ExprEmitter e(out_, "            ", "p", program_type, [&](const Node* n) { return vector_access(n); });
+            ExprEmitter e(out_, "            ", "p", program_type, [&](const Node* n) { return vector_access(n, true); });
             std::vector<std::string> vals;
             for (std::size_t i = 0; i < leaves.size(); ++i) vals.push_back(e.value_as(scan->inputs[i].get(), leaves[i]));
             for (std::size_t i = 0; i < vals.size(); ++i) out_ << "            s[q].v" << i << " = " << vals[i] << ";\n";
@@ -225,7 +264,7 @@ private:
                     const int leaf = n->as<ProjectAttr>().index;
                     return round_narrow(cat("s[q].v", leaf), leaves[leaf]);
                 }
-                return vector_access(n);
+                return vector_access(n, false);
             });
             std::vector<std::string> vals;
             for (const StageOutput& o : s_.outputs) vals.push_back(store_value(e.value_as(o.value, o.value->type().dtype), o.value->type().dtype));
@@ -313,6 +352,7 @@ private:
     std::ostringstream& out_;
     std::string k_;
     int rank_ = 1;
+    std::vector<bool> invariant_;  // per access: broadcast along the scan dim (read once per row)
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The kernel templates of every generated CUDA source, after the prelude: rows (look-back and
 // resident), cols and map. Generated code defines, per stage, a struct K with State, Ctx, Cur,
-// combine, load, store, word conversions and its tuning constants, then instantiates
+// combine, fetch + compute (the prologue), store, word conversions and its tuning constants, then instantiates
 // scan_rows<K> / scan_rows_resident_groups<K> / scan_cols<K, L> / map_kernel<K>.
 #include "codegen.h"
 
@@ -23,20 +23,41 @@ __device__ __forceinline__ int striped_valid(i64 t0, i64 end, int it, int lw = 5
 __device__ __forceinline__ int striped_at(int k, int lane, int it, int lw) {
     return (lane >> lw << lw) * it + (k << lw) + (lane & ((1 << lw) - 1));
 }
+// A thread's N items from its cursor c on, stepping by s, item k valid where ok(k) (else
+// State{}). Where the fused prologue computes (K::FETCH_FIRST), every load is issued before any
+// arithmetic: interleaved, ptxas places the first dependent instruction after a few loads and each
+// warp waits a DRAM latency with few in flight. Plain loads keep one loop, which ptxas schedules
+// best (two loops sink the last item's loads past the scan: docs/benchmarks.md, 28th session).
+template <class K, int N, class Ok>
+__device__ __forceinline__ void load_items(typename K::Cur& c, const Steps<K::NIN, K::NOUT>& s, const typename K::Ctx& x,
+                                           Ok ok, typename K::State (&items)[N]) {
+    if constexpr (K::FETCH_FIRST) {
+        typename K::Raw raw[N];
+        #pragma unroll
+        for (int k = 0; k < N; ++k) {
+            raw[k] = ok(k) ? K::fetch(c) : typename K::Raw{};
+            advance<K>(c, s);
+        }
+        #pragma unroll
+        for (int k = 0; k < N; ++k) items[k] = ok(k) ? K::compute(raw[k], x) : typename K::State{};
+    } else {
+        #pragma unroll
+        for (int k = 0; k < N; ++k) {
+            items[k] = ok(k) ? K::compute(K::fetch(c), x) : typename K::State{};
+            advance<K>(c, s);
+        }
+    }
+}
 template <class K, int IT>
 __device__ __forceinline__ void load_striped(const typename K::Args& a, const typename K::Ctx& x, i64 t0,
                                              int nval, typename K::State (&items)[IT], int lw = 5) {
     typename K::Cur c = seek<K, true>(a, x, phys<K>(a.p, t0));
-    const auto s = steps<K, true>(a, K::REVERSE ? -(1 << lw) : 1 << lw);
-    #pragma unroll
-    for (int k = 0; k < IT; ++k) {
-        items[k] = (k << lw) < nval ? K::load(c) : typename K::State{};
-        advance<K>(c, s);
-    }
+    load_items<K, IT>(c, steps<K, true>(a, K::REVERSE ? -(1 << lw) : 1 << lw), x, [&](int k) { return (k << lw) < nval; },
+                      items);
 }
 // ---- vector rows (K::VEC; rows of whole vectors of four elements, aligned to four): lane l's
 // items 4m .. 4m + 3 are the segment's elements 128m + 4l .. 128m + 4l + 3, read and written as
-// one access per input and output (load4 / store4). The transposes go through a segment padded
+// one access per input and output (fetch4 / store4). The transposes go through a segment padded
 // by four words per 32 (pad4), so that a lane's four words are one aligned 16-byte shared
 // access on both sides, without bank conflicts. ----
 __device__ __forceinline__ int pad4(int i) { return i + ((i >> 5) << 2); }
@@ -78,13 +99,34 @@ __device__ __forceinline__ void load_vec(const typename K::Args& a, const typena
                                          typename K::State (&items)[IT]) {
     typename K::Cur c = seek_vec<K>(a, x, wbase);
     const auto s = steps<K, true>(a, K::REVERSE ? -128 : 128);
-    #pragma unroll
-    for (int m = 0; m < IT / 4; ++m) {
-        typename K::State v[4] = {};
-        if ((m << 7) + 4 * (int)(threadIdx.x % 32) < nrem) K::load4(c, v);
+    const int lane = threadIdx.x % 32;
+    // Vector m's four states into the items, in their order (a reverse scan's memory order runs
+    // backwards).
+    auto put = [&](int m, const typename K::State (&v)[4]) {
         #pragma unroll
         for (int q = 0; q < 4; ++q) items[4 * m + q] = v[K::REVERSE ? 3 - q : q];
-        advance<K>(c, s);
+    };
+    if constexpr (K::FETCH_FIRST) {  // as in load_items
+        typename K::Raw4 raw[IT / 4];
+        #pragma unroll
+        for (int m = 0; m < IT / 4; ++m) {
+            raw[m] = (m << 7) + 4 * lane < nrem ? K::fetch4(c) : typename K::Raw4{};
+            advance<K>(c, s);
+        }
+        #pragma unroll
+        for (int m = 0; m < IT / 4; ++m) {
+            typename K::State v[4] = {};
+            if ((m << 7) + 4 * lane < nrem) K::compute4(raw[m], x, v);
+            put(m, v);
+        }
+    } else {
+        #pragma unroll
+        for (int m = 0; m < IT / 4; ++m) {
+            typename K::State v[4] = {};
+            if ((m << 7) + 4 * lane < nrem) K::compute4(K::fetch4(c), x, v);
+            put(m, v);
+            advance<K>(c, s);
+        }
     }
 }
 template <class K, int IT>
@@ -593,11 +635,7 @@ template <class K, int L> __device__ void scan_cols(const typename K::Args& a) {
     S items[RPW];
     const auto step = steps<K>(a, K::REVERSE ? -1 : 1);
     typename K::Cur c = seek<K>(a, x, phys<K>(p, t0));
-    #pragma unroll
-    for (int k = 0; k < RPW; ++k) {
-        items[k] = (k < nv && lane_ok) ? K::load(c) : S{};
-        advance<K>(c, step);
-    }
+    load_items<K, RPW>(c, step, x, [&](int k) { return k < nv && lane_ok; }, items);
     // The warp's runs of a column, folded in order by shuffles L lanes apart: (h, v) inclusive,
     // (exh, ex) exclusive; a run past the end (nv = 0) only ever follows valid ones.
     S v = scan_items<K, RPW>(items, nv, x.cap), ex;

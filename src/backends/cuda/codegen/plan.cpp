@@ -152,16 +152,28 @@ private:
 
 Plan make_plan(const ProgramRef& program) { return Planner(program).run(); }
 
+namespace {
+
+// The scan dim of a scan stage in the shape of one of its accesses (< 0: broadcast past its rank).
+int access_scan_dim(const Stage& s, const Access& a) {
+    return s.dim - (s.rank - static_cast<int>(a.node->type().shape.size()));
+}
+
+}  // namespace
+
+bool invariant_along_scan(const Stage& s, const Access& a) {
+    const int d = access_scan_dim(s, a);
+    return d < 0 || a.node->type().shape[static_cast<std::size_t>(d)].constant() == std::optional<std::int64_t>(1);
+}
+
 Layout contiguous_layout(const Plan& plan) {
     Layout layout(plan.stages.size());
     for (std::size_t i = 0; i < plan.stages.size(); ++i) {
         const Stage& s = plan.stages[i];
         if (!s.is_scan) continue;
         for (const Access& a : s.inputs) {
-            const Shape& shape = a.node->type().shape;
-            const int d = s.dim - (s.rank - static_cast<int>(shape.size()));  // the scan dim in the access
-            std::int64_t step = static_cast<std::int64_t>(dtype_size(a.dtype));
-            if (d < 0 || shape[d].constant() == std::optional<std::int64_t>(1)) step = 0;
+            const int d = access_scan_dim(s, a);
+            std::int64_t step = invariant_along_scan(s, a) ? 0 : static_cast<std::int64_t>(dtype_size(a.dtype));
             for (const Node* slice : a.slices)
                 if (slice->as<SliceAttr>().dim == d) step *= slice->as<SliceAttr>().step;
             layout[i].in.push_back(step);
