@@ -142,11 +142,11 @@ TEST(CpuIsa, SixteenLaneKernelGivesTheEightLaneKernelsBitsInFixUpsAndRows) {
             }
 }
 
-// The op for `key` over lanes [l0, l1) of random operands (broadcast ones holding `s`), its
-// destination `shift` elements past a 64-byte boundary; the destination's raw bits.
+// The op for `key` over lanes [l0, l1) of random operands (broadcast ones, where key.bcast
+// says, holding `s`), its destination `shift` elements past a 64-byte boundary; the destination's
+// raw bits, and for a tee op (key.tee: dst a register, the tee row that destination) then dst's.
 template <typename T>
-std::vector<T> run_op(cpu::OpFn fn, T s, int l0, int l1, int shift, unsigned char mask,
-                      std::uint64_t seed) {
+std::vector<T> run_op(cpu::OpFn fn, T s, int l0, int l1, int shift, cpu::OpKey key, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     constexpr int kLanes = 600;
     std::vector<T> reg[3];
@@ -155,21 +155,28 @@ std::vector<T> run_op(cpu::OpFn fn, T s, int l0, int l1, int shift, unsigned cha
         for (T& v : r) v = static_cast<T>(any_value(rng));
     }
     for (int k = 0; k < 3; ++k)
-        if (mask & (1 << k)) reg[k][0] = s;
+        if (key.bcast & (1 << k)) reg[k][0] = s;
     struct alignas(64) Line {
         T v[64 / sizeof(T)];
     };
     std::vector<Line> dst(kLanes * sizeof(T) / 64 + 2, Line{});
     T* d = dst[0].v + shift;
+    std::vector<T> carry(kLanes, T(0));
     cpu::Frame f;
     for (auto& r : reg) f.ptrs.push_back(reinterpret_cast<std::byte*>(r.data()));
-    f.ptrs.push_back(reinterpret_cast<std::byte*>(d));
+    f.ptrs.push_back(reinterpret_cast<std::byte*>(key.tee ? carry.data() : d));
     cpu::Instr in{fn, 3, 0, 1, 2};
+    if (key.tee) {
+        in.tee = 0;
+        f.tee_rows = {reinterpret_cast<std::byte*>(d)};
+    }
     fn(in, f, l0, l1);
 #if defined(__x86_64__)
     _mm_sfence();
 #endif
-    return std::vector<T>(d, d + kLanes);
+    std::vector<T> out(d, d + kLanes);
+    if (key.tee) out.insert(out.end(), carry.begin(), carry.end());
+    return out;
 }
 
 // The 64-byte op `wide` against the AVX2 table's op for `key`, over random operands (broadcast
@@ -185,8 +192,8 @@ void expect_same_ops(cpu::OpKey key, cpu::OpFn wide, std::uint64_t& seed) {
         for (auto [l0, l1] : {std::pair{0, 64}, {0, 512}, {3, 597}, {5, 6}})
             for (int shift : {0, 3, 8}) {
                 ++seed;
-                std::vector<T> x = run_op(wide, s, l0, l1, shift, key.bcast, seed);
-                std::vector<T> y = run_op(narrow, s, l0, l1, shift, key.bcast, seed);
+                std::vector<T> x = run_op(wide, s, l0, l1, shift, key, seed);
+                std::vector<T> y = run_op(narrow, s, l0, l1, shift, key, seed);
                 // Bit for bit, or both NaN: the lanes before a whole vector are scalar ops,
                 // and which NaN those return is the compiler's operand order.
                 int differ = 0;
@@ -227,18 +234,23 @@ TEST(CpuIsa, WideBroadcastOpsGiveTheAvx2OpsBitsOnEitherRoute) {
     }
 }
 
+// The op table hands out the 64-byte lane loop for `key` at the AVX-512 level, and it gives the
+// AVX2 op's bits.
+template <typename T>
+void expect_wide_lanes(cpu::OpKey key, std::uint64_t& seed) {
+    cpu::OpFn wide = cpu::lookup_lanes_avx512(key);
+    ASSERT_NE(wide, nullptr) << "op " << int(key.op) << " kind " << int(key.kind);
+    EXPECT_EQ(cpu::lookup_op(key), wide) << "op " << int(key.op) << " kind " << int(key.kind);
+    expect_same_ops<T>(key, wide, seed);
+}
+
 // An elementwise prologue's arithmetic and transcendentals (scanc's own f32 functions) run 64
 // bytes a vector, with the AVX2 ones' bits, and the op table hands them out at the AVX-512 level.
 TEST(CpuIsa, WideLaneLoopsOfArithmeticExpLogSigmoidAndSoftplusGiveTheAvx2OpsBits) {
     if (!wide_in_use()) GTEST_SKIP() << "the wide ops are not in use";
     using cpu::OpKind;
     std::uint64_t seed = 320;
-    auto expect_same = [&](cpu::OpKey key, auto type) {
-        cpu::OpFn wide = cpu::lookup_lanes_avx512(key);
-        ASSERT_NE(wide, nullptr) << "op " << int(key.op) << " kind " << int(key.kind);
-        EXPECT_EQ(cpu::lookup_op(key), wide) << "op " << int(key.op) << " kind " << int(key.kind);
-        expect_same_ops<decltype(type)>(key, wide, seed);
-    };
+    auto expect_same = [&](cpu::OpKey key, auto type) { expect_wide_lanes<decltype(type)>(key, seed); };
     for (Op op : {Op::Exp, Op::Log, Op::Log1p, Op::Sigmoid, Op::Softplus})
         expect_same({OpKind::Unary, op, DType::F32}, float{});
     for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div}) {
@@ -254,6 +266,27 @@ TEST(CpuIsa, WideLaneLoopsOfArithmeticExpLogSigmoidAndSoftplusGiveTheAvx2OpsBits
     EXPECT_EQ(cpu::lookup_lanes_avx512({OpKind::Unary, Op::Tanh, DType::F32}), nullptr);
     EXPECT_EQ(cpu::lookup_lanes_avx512({OpKind::Binary, Op::Max, DType::F32}), nullptr);
     EXPECT_EQ(cpu::lookup_lanes_avx512({OpKind::Binary, Op::Add, DType::I32}), nullptr);
+}
+
+// The arithmetic that writes a scan's carry and its output row in one pass (OpKey::tee) and the
+// arithmetic that streams a large output (OpKey::stream) also run 64 bytes a vector, with the
+// AVX2 ops' bits in every row they write.
+TEST(CpuIsa, WideTeeAndStreamingArithmeticGiveTheAvx2OpsBitsInEveryRow) {
+    if (!wide_in_use()) GTEST_SKIP() << "the wide ops are not in use";
+    using cpu::OpKind;
+    std::uint64_t seed = 480;
+    for (auto [stream, tee] : {std::pair{true, false}, {false, true}}) {
+        for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div}) {
+            expect_wide_lanes<float>({OpKind::Binary, op, DType::F32, DType::F32, stream, 0, tee}, seed);
+            expect_wide_lanes<double>({OpKind::Binary, op, DType::F64, DType::F64, stream, 0, tee}, seed);
+        }
+        for (OpKind kind : {OpKind::MulAdd, OpKind::AddMul}) {
+            expect_wide_lanes<float>({kind, Op::Add, DType::F32, DType::F32, stream, 0, tee}, seed);
+            expect_wide_lanes<double>({kind, Op::Add, DType::F64, DType::F64, stream, 0, tee}, seed);
+        }
+    }
+    // A tee of broadcast operands has no variant at either level.
+    EXPECT_EQ(cpu::lookup_op({OpKind::Binary, Op::Add, DType::F32, DType::F32, false, 1, true}), nullptr);
 }
 
 }  // namespace

@@ -91,8 +91,8 @@ struct OpKey {
     DType t = DType::F32;
     DType t2 = DType::F32;
     // The variant that writes dst with streaming stores (dst is then a large output in memory,
-    // written once): f32/f64 Binary + - * / and MulAdd and AddMul, with AVX2 only;
-    // lookup_op gives null for the others.
+    // written once): f32/f64 Binary + - * / and MulAdd and AddMul, with AVX2 (64 bytes a
+    // vector on AVX-512); lookup_op gives null for the others.
     bool stream = false;
     // Operands read as one value (bit 0: a, 1: b, 2: c), the one at the register's pointer, for
     // every lane: the fix-up's carry, read in place instead of filled across a register first.
@@ -101,7 +101,7 @@ struct OpKey {
     unsigned char bcast = 0;
     // The variant that writes dst as usual and the same values, with streaming stores, to the
     // row tee_rows[Instr::tee] (a scan's carry row and its large output in memory, in one
-    // pass instead of a staging row and a copy). The same ops as `stream`, AVX2 only.
+    // pass instead of a staging row and a copy). The same ops as `stream`.
     bool tee = false;
 };
 
@@ -112,7 +112,7 @@ OpFn lookup_op(const OpKey& key);
 OpFn lookup_op_baseline(const OpKey& key);
 OpFn lookup_op_avx2(const OpKey& key);
 OpFn lookup_bcast_avx512(const OpKey& key);  // OpKey::bcast variants only (ops_avx512.cpp)
-// The plain (not bcast, tee or stream) f32/f64 + - * /, MulAdd, AddMul and f32 exp, log, log1p,
+// f32/f64 + - * /, MulAdd, AddMul (plain, tee or stream; not bcast) and f32 exp, log, log1p,
 // sigmoid, softplus; null for the others (ops_avx512.cpp).
 OpFn lookup_lanes_avx512(const OpKey& key);
 

@@ -1,9 +1,10 @@
 // What runs 16 f32 lanes a vector on AVX-512 (built for it, see CMakeLists.txt; picked at run
 // time by ops_dispatch.cpp only on CPUs that have AVX-512F): the register kernel of fix-ups
 // (ops_seg_local.inc), whole rows in registers (ops_row_scan.inc), the broadcast op variants
-// of the fix-ups' phase 3 (ops_variants.inc), and the plain lane loops of the arithmetic ops and
-// of f32 exp, log, log1p, sigmoid and softplus (scanc's straight-line functions, float_math.h),
-// where an elementwise prologue spends most of its time. The rest of the op table stays AVX2.
+// of the fix-ups' phase 3 (ops_variants.inc), the lane loops of the arithmetic ops (plain, tee
+// and streaming) and of f32 exp, log, log1p, sigmoid and softplus (scanc's straight-line
+// functions, float_math.h), where an elementwise prologue and a scan's carry rows spend most of
+// their time. The rest of the op table stays AVX2.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,9 +27,9 @@ namespace {
 #include "ops_vec.inc"
 #include "ops_variants.inc"
 
-// The plain lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
-// lookup_variant, ops_variants.inc), and f32 exp, log, log1p, sigmoid, softplus; null for the
-// rest of the table.
+// The lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
+// lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 exp, log, log1p, sigmoid,
+// softplus; null for the rest of the table.
 template <Op O>
 using ArithmeticF = std::conditional_t<O == Op::Add, AddF,
                     std::conditional_t<O == Op::Sub, SubF, std::conditional_t<O == Op::Mul, MulF, DivF>>>;
@@ -38,7 +39,9 @@ struct PlainOps {
     template <class T, bool P> static constexpr OpFn mul_add = &mul_add_loop<T, P>;
 };
 OpFn lookup_lanes_of(const OpKey& k) {
-    if (k.bcast || k.tee || k.stream) return nullptr;
+    if (k.bcast) return nullptr;  // lookup_bcast_of
+    if (k.tee) return lookup_tee_of(k);
+    if (k.stream) return lookup_variant<StreamOps>(k);
     if (k.kind != OpKind::Unary) return lookup_variant<PlainOps>(k);
     if (k.t != DType::F32) return nullptr;
     switch (k.op) {
