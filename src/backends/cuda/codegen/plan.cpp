@@ -12,6 +12,11 @@ namespace {
 
 bool is_inline(const Node* n) { return n->op == Op::Literal || is_elementwise(n->op); }
 
+// The scan dim of a scan stage in the shape of one of its accesses (< 0: broadcast past its rank).
+int access_scan_dim(const Stage& s, const Access& a) {
+    return s.dim - (s.rank - static_cast<int>(a.node->type().shape.size()));
+}
+
 class Planner {
 public:
     explicit Planner(const ProgramRef& program) { plan_.program = program; }
@@ -151,15 +156,6 @@ private:
 }  // namespace
 
 Plan make_plan(const ProgramRef& program) { return Planner(program).run(); }
-
-namespace {
-
-// The scan dim of a scan stage in the shape of one of its accesses (< 0: broadcast past its rank).
-int access_scan_dim(const Stage& s, const Access& a) {
-    return s.dim - (s.rank - static_cast<int>(a.node->type().shape.size()));
-}
-
-}  // namespace
 
 bool invariant_along_scan(const Stage& s, const Access& a) {
     const int d = access_scan_dim(s, a);
