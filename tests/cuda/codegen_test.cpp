@@ -95,6 +95,32 @@ TEST(CudaCodegen, ContiguousLayoutStepsByElementSizeSliceStepAndZeroWhereBroadca
     EXPECT_NE(cuda::generate_source(sliced, 90, {}).find("STEP_IN[NIN] = {-1, -1}"), std::string::npos);
 }
 
+// A prologue that computes (mamba's exp(dt A), dt x) fetches every item's inputs before its
+// arithmetic, and A, broadcast along the scan dim, is read once per line in row_base, not per
+// item; a scan of plain inputs keeps one loop of loads (docs/benchmarks.md, 28th session).
+TEST(CudaCodegen, AComputingPrologueFetchesFirstAndReadsBroadcastInputsOncePerLine) {
+    auto plan = cuda::make_plan(mamba_like());
+    const auto& stage = plan.stages[0];
+    std::size_t a_access = stage.inputs.size();
+    for (std::size_t k = 0; k < stage.inputs.size(); ++k) {
+        EXPECT_EQ(cuda::invariant_along_scan(stage, stage.inputs[k]), stage.inputs[k].input == 2);
+        if (stage.inputs[k].input == 2) a_access = k;
+    }
+    ASSERT_LT(a_access, stage.inputs.size());
+    const std::string i = std::to_string(a_access);
+    std::string source = cuda::generate_source(plan, 90, cuda::contiguous_layout(plan));
+    EXPECT_NE(source.find("FETCH_FIRST = true"), std::string::npos);
+    EXPECT_NE(source.find("x.i" + i + " = ld<float>(a.in[" + i + "].ptr, x.bin[" + i + "]);"), std::string::npos);
+    EXPECT_EQ(source.find("ld<float>(c.in[" + i + "]"), std::string::npos);  // never per item
+    EXPECT_EQ(source.find("ld4<float>(c.in[" + i + "]"), std::string::npos);
+
+    dsl::ProgramBuilder b("plain");
+    Size N = b.symbol("N"), T = b.symbol("T");
+    Exprs y = b.scan(affine(), {b.param("a", DType::F32, {N, T}), b.param("x", DType::F32, {N, T})}, 1);
+    auto plain = cuda::make_plan(b.build({y[1]}));
+    EXPECT_NE(cuda::generate_source(plain, 90, cuda::contiguous_layout(plain)).find("FETCH_FIRST = false"), std::string::npos);
+}
+
 TEST(CudaCodegen, ACombinesWeightCountsTranscendentalsDivisionsAndOtherOps) {
     auto weight = [](const char* body, int leaves) {
         std::string params = leaves == 1 ? "a | b" : "a1, b1 | a2, b2";
