@@ -268,6 +268,7 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
         CombineRef c;
         std::vector<std::int64_t> shape;
         int dim;
+        bool mamba = false;  // examples/mamba.scan over shape (B, L, D): its prologue fused
     } cases[] = {{"sum rows", sum_combine(), {8192, 4096}, 1},
                  {"sum 1-D 2^28", sum_combine(), {1ll << 28}, 0},
                  {"sum dim 0", sum_combine(), {4096, 8192}, 0},
@@ -296,6 +297,8 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"cols affine 65536x512", affine_combine(), {65536, 512}, 0},
                  {"cols affine dim 0", affine_combine(), {4096, 8192}, 0},  // the walk probe's best case
                  {"cols affine (4,4096,256)", affine_combine(), {4, 4096, 256}, 1},  // the main job's shape
+                 {"mamba (4,4096,256)", affine_combine(), {4, 4096, 256}, 1, true},  // the main job
+                 {"mamba (8,4096,1024)", affine_combine(), {8, 4096, 1024}, 1, true},
                  // combines of longer latency than an add: cummax and logcumsumexp
                  {"max 1-D", max_combine(), {1ll << 28}, 0},
                  {"max rows", max_combine(), {8192, 4096}, 1},
@@ -326,20 +329,33 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
         std::vector<float*> bufs;
         std::vector<TensorView> in;
         std::vector<std::vector<float>> host;
-        for (int l = 0; l < leaves; ++l) {
-            bufs.push_back(device_random(n, 5 + l, l == 0 && leaves == 2 ? 0.5f : -1.0f, 1.0f));
-            if (leaves == 1) round_to_integers<<<1024, 256>>>(bufs.back(), n);
-            in.push_back(device_view(bufs.back(), c.shape));
-            host.push_back(to_host(bufs.back(), n));
+        std::vector<float> ref;
+        double bytes = 4.0 * n * (leaves + 1);
+        if (c.mamba) {  // x, dt in [0, 1], A in [-1, -0.1]: leaves (exp(dt A), dt x), as bench_mamba
+            const std::int64_t D = c.shape[2];
+            bufs = {device_random(n, 21, -1, 1), device_random(n, 22, 0, 1), device_random(D, 23, -1, -0.1f)};
+            in = {device_view(bufs[0], c.shape), device_view(bufs[1], c.shape), device_view(bufs[2], {D})};
+            std::vector<float> x = to_host(bufs[0], n), dt = to_host(bufs[1], n), A = to_host(bufs[2], D);
+            std::vector<float> a(n);
+            for (long long j = 0; j < n; ++j) a[j] = std::exp(dt[j] * A[j % D]), x[j] *= dt[j];
+            ref = host_scan("affine", {a, x}, outer, c.shape[c.dim], inner);
+            bytes = 4.0 * (3 * n + D);
+        } else {
+            for (int l = 0; l < leaves; ++l) {
+                bufs.push_back(device_random(n, 5 + l, l == 0 && leaves == 2 ? 0.5f : -1.0f, 1.0f));
+                if (leaves == 1) round_to_integers<<<1024, 256>>>(bufs.back(), n);
+                in.push_back(device_view(bufs.back(), c.shape));
+                host.push_back(to_host(bufs.back(), n));
+            }
+            ref = host_scan(c.c->name, host, outer, c.shape[c.dim], inner);
         }
-        std::vector<float> ref = host_scan(c.c->name, host, outer, c.shape[c.dim], inner);
         const bool exact = c.c->name == "add" || c.c->name == "max";  // integers in {-1, 0, 1}
         for (int i = 0; i < n_tunings; ++i) {
             if (std::string(tunings[i]) == "table") unsetenv("SCANC_CUDA_TUNING");
             else setenv("SCANC_CUDA_TUNING", tunings[i], 1);
             std::string cell;
             try {
-                auto exe = CudaBackend().compile(scan_program(c.c, static_cast<int>(c.shape.size()), c.dim));
+                auto exe = CudaBackend().compile(c.mamba ? mamba_program() : scan_program(c.c, static_cast<int>(c.shape.size()), c.dim));
                 double sec = time_runs(*exe, in, opts, s, 9, 2);
                 std::vector<Tensor> out = exe->run(in, opts);
                 BENCH_CHECK(cudaStreamSynchronize(s));
@@ -352,7 +368,7 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                 char buf[64];
                 if (bad) std::snprintf(buf, sizeof buf, "WRONG (%lld)", bad);
                 else if (n == (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f", sec * 1e6);
-                else std::snprintf(buf, sizeof buf, "%.1f%%", 100 * 4.0 * n * (leaves + 1) / sec / copy_bw);
+                else std::snprintf(buf, sizeof buf, "%.1f%%", 100 * bytes / sec / copy_bw);
                 cell = buf;
             } catch (const std::exception& e) {
                 cell = std::string("error: ") + e.what();
