@@ -27,7 +27,8 @@ protected:
         SKIP_WITHOUT_GPU();
         setenv("SCANC_CUDA_POISON", "1", 1);  // unwritten outputs show as NaN / all-ones bits
     }
-    std::mt19937_64 rng{std::random_device{}()};
+    cuda_test::SeededRandom random;
+    std::mt19937_64& rng = random.rng;
 
     // Program `text` over x, a, b: f32[M, N] (a: affine coefficients in [0.5, 1], b: offsets in
     // [-1, 1]) at each shape, against the reference.

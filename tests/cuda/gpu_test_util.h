@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -20,6 +21,21 @@
 #include "scanc/text/parser.h"
 
 namespace scanc::cuda_test {
+
+// A fixture's random inputs: seeded from SCANC_TEST_SEED when set (to replay a failure), else
+// afresh; every failure's trace names the seed.
+class SeededRandom {
+public:
+    std::uint64_t seed = pick_seed();
+    ::testing::ScopedTrace seed_trace{__FILE__, __LINE__, cat("seed ", seed, " (SCANC_TEST_SEED replays it)")};
+    std::mt19937_64 rng{seed};
+
+private:
+    static std::uint64_t pick_seed() {
+        const char* given = std::getenv("SCANC_TEST_SEED");
+        return given && *given ? std::strtoull(given, nullptr, 10) : std::random_device{}();
+    }
+};
 
 // An empty disk-cache folder of this process's, made SCANC_CACHE_DIR: programs compile here.
 inline std::filesystem::path fresh_cache_dir() {

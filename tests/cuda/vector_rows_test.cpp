@@ -21,7 +21,8 @@ protected:
         setenv("SCANC_CUDA_TUNING", "vec=1", 1);  // the table's choice on sm_90, asked for on any GPU
     }
     void TearDown() override { unsetenv("SCANC_CUDA_TUNING"); }
-    std::mt19937_64 rng{std::random_device{}()};
+    cuda_test::SeededRandom random;
+    std::mt19937_64& rng = random.rng;
 };
 
 // Rows of 4 to 4096 (at most one tile: shared tiles, or the resident kernel where it takes
