@@ -1,5 +1,5 @@
 // Generating the CUDA source of a plan: one struct K<id> per stage (state, combine, fused
-// prologue `load` and epilogue `store`, tuning constants) and its extern "C" kernels.
+// prologue `fetch` + `compute` and epilogue `store`, tuning constants) and its extern "C" kernels.
 #include <algorithm>
 #include <cstdlib>
 #include <optional>

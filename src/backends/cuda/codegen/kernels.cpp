@@ -1,7 +1,7 @@
 // The kernel templates of every generated CUDA source, after the prelude: rows (look-back and
 // resident), cols and map. Generated code defines, per stage, a struct K with State, Ctx, Cur,
-// combine, fetch + compute (the prologue), store, word conversions and its tuning constants, then instantiates
-// scan_rows<K> / scan_rows_resident_groups<K> / scan_cols<K, L> / map_kernel<K>.
+// combine, fetch + compute (the prologue), store, word conversions and its tuning constants,
+// then instantiates scan_rows<K> / scan_rows_resident_groups<K> / scan_cols<K, L> / map_kernel<K>.
 #include "codegen.h"
 
 namespace scanc::cuda {
@@ -100,6 +100,7 @@ __device__ __forceinline__ void load_vec(const typename K::Args& a, const typena
     typename K::Cur c = seek_vec<K>(a, x, wbase);
     const auto s = steps<K, true>(a, K::REVERSE ? -128 : 128);
     const int lane = threadIdx.x % 32;
+    auto valid = [&](int m) { return (m << 7) + 4 * lane < nrem; };
     // Vector m's four states into the items, in their order (a reverse scan's memory order runs
     // backwards).
     auto put = [&](int m, const typename K::State (&v)[4]) {
@@ -110,20 +111,20 @@ __device__ __forceinline__ void load_vec(const typename K::Args& a, const typena
         typename K::Raw4 raw[IT / 4];
         #pragma unroll
         for (int m = 0; m < IT / 4; ++m) {
-            raw[m] = (m << 7) + 4 * lane < nrem ? K::fetch4(c) : typename K::Raw4{};
+            raw[m] = valid(m) ? K::fetch4(c) : typename K::Raw4{};
             advance<K>(c, s);
         }
         #pragma unroll
         for (int m = 0; m < IT / 4; ++m) {
             typename K::State v[4] = {};
-            if ((m << 7) + 4 * lane < nrem) K::compute4(raw[m], x, v);
+            if (valid(m)) K::compute4(raw[m], x, v);
             put(m, v);
         }
     } else {
         #pragma unroll
         for (int m = 0; m < IT / 4; ++m) {
             typename K::State v[4] = {};
-            if ((m << 7) + 4 * lane < nrem) K::compute4(K::fetch4(c), x, v);
+            if (valid(m)) K::compute4(K::fetch4(c), x, v);
             put(m, v);
             advance<K>(c, s);
         }
