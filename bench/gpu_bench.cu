@@ -299,6 +299,9 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"cols affine (4,4096,256)", affine_combine(), {4, 4096, 256}, 1},  // the main job's shape
                  {"mamba (4,4096,256)", affine_combine(), {4, 4096, 256}, 1, true},  // the main job
                  {"mamba (8,4096,1024)", affine_combine(), {8, 4096, 1024}, 1, true},
+                 // the same program with D = 1: its prologue in the rows kernels (short and long rows)
+                 {"mamba rows (8192,4096,1)", affine_combine(), {8192, 4096, 1}, 1, true},
+                 {"mamba rows (64,2^20,1)", affine_combine(), {64, 1 << 20, 1}, 1, true},
                  // combines of longer latency than an add: cummax and logcumsumexp
                  {"max 1-D", max_combine(), {1ll << 28}, 0},
                  {"max rows", max_combine(), {8192, 4096}, 1},

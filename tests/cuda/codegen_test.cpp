@@ -252,6 +252,30 @@ TEST(CudaCodegen, EmitsPtxWithoutAGpu) {
     EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
 }
 
+TEST(CudaCodegen, AComputingPrologueAddsNoBranchPerItem) {
+    // Its items are chosen by selects (keep_if): a branch each serialized their arithmetic and
+    // cost mamba's rows kernel a third of its speed (docs/benchmarks.md, 29th session). So each
+    // kernel has as many branches as the same scan of plain inputs.
+    SKIP_WITHOUT_NVRTC();
+    dsl::ProgramBuilder b("plain");
+    Size B = b.symbol("B"), L = b.symbol("L"), D = b.symbol("D");
+    Exprs h = b.scan(affine(), {b.param("a", DType::F32, {B, L, D}), b.param("x", DType::F32, {B, L, D})}, 1);
+    const std::string plain = emit_cuda(b.build({h[1] * 2.0}), "sm_90", true);
+    const std::string mamba = emit_cuda(mamba_like(), "sm_90", true);
+    auto branches = [](const std::string& ptx, const std::string& kernel) {
+        const std::size_t begin = ptx.find(".entry " + kernel + "(");
+        const std::size_t end = ptx.find("\n}", begin);
+        int n = 0;
+        for (std::size_t at = ptx.find("bra", begin); at < end; at = ptx.find("bra", at + 3)) ++n;
+        return begin == std::string::npos ? -1 : n;
+    };
+    for (const char* kernel : {"scanc_rows_0", "scanc_rows_vec_0", "scanc_resident_0", "scanc_cols_0", "scanc_cols_few_lines_0"}) {
+        const int n = branches(mamba, kernel);
+        EXPECT_GT(n, 0) << kernel;
+        EXPECT_LE(n, branches(plain, kernel) + 2) << kernel;
+    }
+}
+
 TEST(CudaCodegen, SourcesCarryTheirNvrtcOptionsWhichTheCompileUses) {
     // SCANC_NVRTC_OPTIONS goes into the source (so into the cache key and `scanc emit`), and
     // NVRTC gets it from there: a bad option fails the compile naming it.

@@ -23,6 +23,20 @@ __device__ __forceinline__ int striped_valid(i64 t0, i64 end, int it, int lw = 5
 __device__ __forceinline__ int striped_at(int k, int lane, int it, int lw) {
     return (lane >> lw << lw) * it + (k << lw) + (lane & ((1 << lw) - 1));
 }
+// ok ? v : State{}, word by word through selp. Written as a conditional, the compiler sinks v's
+// arithmetic into a branch per item, which serializes a computing prologue's items (% of copy,
+// branches -> selects: mamba (8,4096,1024) 74.5 -> 81.5, along rows of 4096 61 -> 97;
+// docs/benchmarks.md, 29th session).
+template <class K> __device__ __forceinline__ typename K::State keep_if(bool ok, const typename K::State& v) {
+    u32 w[K::NW], z[K::NW];
+    K::to_words(v, w);
+    K::to_words(typename K::State{}, z);
+    #pragma unroll
+    for (int j = 0; j < K::NW; ++j)
+        asm("{ .reg .pred p; setp.ne.u32 p, %3, 0; selp.b32 %0, %1, %2, p; }"
+            : "=r"(w[j]) : "r"(w[j]), "r"(z[j]), "r"((u32)ok));
+    return K::from_words(w);
+}
 // A thread's N items from its cursor c on, stepping by s, item k valid where ok(k) (else
 // State{}). Where the fused prologue computes (K::FETCH_FIRST), every load is issued before any
 // arithmetic: interleaved, ptxas places the first dependent instruction after a few loads and each
@@ -39,7 +53,7 @@ __device__ __forceinline__ void load_items(typename K::Cur& c, const Steps<K::NI
             advance<K>(c, s);
         }
         #pragma unroll
-        for (int k = 0; k < N; ++k) items[k] = ok(k) ? K::compute(raw[k], x) : typename K::State{};
+        for (int k = 0; k < N; ++k) items[k] = keep_if<K>(ok(k), K::compute(raw[k], x));  // Raw{} computes harmlessly
     } else {
         #pragma unroll
         for (int k = 0; k < N; ++k) {
@@ -116,8 +130,10 @@ __device__ __forceinline__ void load_vec(const typename K::Args& a, const typena
         }
         #pragma unroll
         for (int m = 0; m < IT / 4; ++m) {
-            typename K::State v[4] = {};
-            if (valid(m)) K::compute4(raw[m], x, v);
+            typename K::State v[4];
+            K::compute4(raw[m], x, v);
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) v[q] = keep_if<K>(valid(m), v[q]);
             put(m, v);
         }
     } else {
