@@ -264,10 +264,11 @@ TEST(CudaCodegen, AComputingPrologueAddsNoBranchPerItem) {
     const std::string mamba = emit_cuda(mamba_like(), "sm_90", true);
     auto branches = [](const std::string& ptx, const std::string& kernel) {
         const std::size_t begin = ptx.find(".entry " + kernel + "(");
+        if (begin == std::string::npos) return -1;
         const std::size_t end = ptx.find("\n}", begin);
         int n = 0;
         for (std::size_t at = ptx.find("bra", begin); at < end; at = ptx.find("bra", at + 3)) ++n;
-        return begin == std::string::npos ? -1 : n;
+        return n;
     };
     for (const char* kernel : {"scanc_rows_0", "scanc_rows_vec_0", "scanc_resident_0", "scanc_cols_0", "scanc_cols_few_lines_0"}) {
         const int n = branches(mamba, kernel);

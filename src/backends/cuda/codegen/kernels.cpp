@@ -38,9 +38,11 @@ template <class K> __device__ __forceinline__ typename K::State keep_if(bool ok,
     return K::from_words(w);
 }
 // A thread's N items from its cursor c on, stepping by s, item k valid where ok(k) (else
-// State{}). Where the fused prologue computes (K::FETCH_FIRST), every load is issued before any
+// State{}). Where the fused prologue computes (K::FETCH_FIRST), every load is written before any
 // arithmetic: interleaved, ptxas places the first dependent instruction after a few loads and each
-// warp waits a DRAM latency with few in flight. Plain loads keep one loop, which ptxas schedules
+// warp waits a DRAM latency with few in flight. (With keep_if's selects ptxas may still start the
+// first items' arithmetic among the last loads; forcing all loads first spilled and ran slower:
+// docs/benchmarks.md, 29th session.) Plain loads keep one loop, which ptxas schedules
 // best (two loops sink the last item's loads past the scan: docs/benchmarks.md, 28th session).
 template <class K, int N, class Ok>
 __device__ __forceinline__ void load_items(typename K::Cur& c, const Steps<K::NIN, K::NOUT>& s, const typename K::Ctx& x,
