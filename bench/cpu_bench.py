@@ -190,7 +190,7 @@ def main():
         if pts:
             ax.plot([b for b, _ in pts], [g for _, g in pts], "x:", label=f"{name}.cumsum (1-D)")
     for r in rows:
-        if "x" in r["shape"] and r["case"] in ("sum", "affine", "affine_h") and "ordered" not in r["case"]:
+        if "x" in r["shape"] and r["case"] in ("sum", "sum_generic", "affine", "affine_h"):
             ax.plot([r["bytes"]], [r["gbps"]], "^" if r["dim"] else "v",
                     label=f"{r['case']} {r['shape']} dim {r['dim']}")
     ax.set_xscale("log", base=2)
