@@ -6,12 +6,14 @@
 // Google Benchmark applies `best` (a min) to the counters too, so that row's bytes_per_second is
 // the slowest repetition's rate: cpu_bench.py computes GB/s as `bytes` / the best real_time.
 //
-//   cpu_bench [--threads N] [--quick] [--dram-copy BYTES] [--one CASE DIM N[xM]] [--iters K]
-//             [benchmark flags]
+//   cpu_bench [--threads N] [--quick] [--dram-copy BYTES] [--cold-bytes BYTES]
+//             [--one CASE DIM N[xM]] [--iters K] [benchmark flags]
 //
 // --dram-copy adds, next to every case, a copy that moves BYTES (read + write): cpu_bench.py
 // passes eight times the last-level cache, so that its denominator runs from DRAM on machines
 // whose cache holds the largest case (the 480 MiB L3 of the thirtieth session's Xeon).
+// --cold-bytes gives each scan copies of its inputs, BYTES in all at least, that its runs take
+// in turn (cpu_bench.py passes twice the last-level cache), so that they read DRAM there too.
 // --one runs that single case (for profiling); with --iters K it runs exactly K timed runs after
 // one warm-up, so callgrind counts divide by K + 1. Other flags go to Google Benchmark
 // (--benchmark_filter=REGEX, --benchmark_format=json, ...).
@@ -22,6 +24,7 @@
 #include <barrier>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +47,7 @@ struct Options {
     bool quick = false;
     int iters = 0;  // 0: Google Benchmark picks
     std::size_t dram_copy = 0;  // bytes moved by the DRAM-sized copy; 0: none beyond the cases'
+    std::size_t cold_bytes = 0;  // a scan's input sets together at least this large (ScanCase)
 };
 
 // The scanned combine. `Affine` returns both leaves (a's running product and h), `AffineH` h
@@ -86,30 +90,45 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
     return s;
 }
 
-// Inputs and the compiled scan of the current case; one case is alive at a time (the largest
-// take 512 MiB of inputs).
+// The compiled scan of the current case and its inputs, in sets that runs take in turn: with
+// `cold_bytes` of them or more, a set is read again only after that much other memory, so on a
+// machine whose last-level cache would hold one set (the 480 MiB L3 of the thirtieth session's
+// Xeon) a run still reads its inputs from DRAM. One case is alive at a time.
 struct ScanCase {
     std::string key;
-    std::vector<Tensor> inputs;
-    std::vector<TensorView> views;
+    std::vector<std::vector<Tensor>> inputs;      // per set
+    std::vector<std::vector<TensorView>> views;  // per set
     std::unique_ptr<Executable> exe;
     int outputs = 0;
+    std::size_t next = 0;  // the set the next run reads
+
+    std::span<const TensorView> take() {
+        std::span<const TensorView> v = views[next];
+        next = (next + 1) % views.size();
+        return v;
+    }
 };
 
-ScanCase& scan_case(Combine combine, const std::vector<std::int64_t>& shape, int dim) {
+ScanCase& scan_case(Combine combine, const std::vector<std::int64_t>& shape, int dim, std::size_t cold_bytes) {
     static ScanCase c;
     const bool affine = is_affine(combine);
     std::string key = cat(static_cast<int>(combine), shape_text(shape), "/", dim);
     if (c.key == key) return c;
     c = ScanCase{key, {}, {}, nullptr};
-    for (int i = 0; i < (affine ? 2 : 1); ++i) {
-        Tensor t = Tensor::empty(DType::F32, shape);
-        auto* p = static_cast<float*>(t.data());
-        for (std::int64_t j = 0, n = t.numel(); j < n; ++j)
-            p[j] = i == 0 && affine ? 0.999f : 1e-3f * (j % 7);
-        c.inputs.push_back(t);
-        c.views.push_back(t.view());
-    }
+    std::int64_t numel = 1;
+    for (std::int64_t n : shape) numel *= n;
+    const std::size_t set_bytes = static_cast<std::size_t>(numel) * 4 * (affine ? 2 : 1);
+    const std::size_t sets = std::max<std::size_t>(1, (cold_bytes + set_bytes - 1) / std::max<std::size_t>(set_bytes, 1));
+    c.inputs.resize(sets);
+    c.views.resize(sets);
+    for (std::size_t set = 0; set < sets; ++set)
+        for (int i = 0; i < (affine ? 2 : 1); ++i) {
+            Tensor t = Tensor::empty(DType::F32, shape);
+            auto* p = static_cast<float*>(t.data());
+            for (std::int64_t j = 0; j < numel; ++j) p[j] = i == 0 && affine ? 0.999f : 1e-3f * (j % 7);
+            c.inputs[set].push_back(t);
+            c.views[set].push_back(t.view());
+        }
     ProgramRef p = program(combine, static_cast<int>(shape.size()), dim);
     c.outputs = static_cast<int>(p->results.size());
     c.exe = CpuBackend().compile(p);
@@ -117,14 +136,14 @@ ScanCase& scan_case(Combine combine, const std::vector<std::int64_t>& shape, int
 }
 
 void scan_bench(benchmark::State& state, Combine combine, std::vector<std::int64_t> shape, int dim,
-                int threads, bool ordered, bool once) {
-    ScanCase& c = scan_case(combine, shape, dim);
+                int threads, bool ordered, bool once, std::size_t cold_bytes) {
+    ScanCase& c = scan_case(combine, shape, dim, cold_bytes);
     RunOptions o;
     o.num_threads = threads;
     o.ordered = ordered;
-    if (once) c.exe->run(c.views, o);  // warm-up for --iters (first-touch page faults)
-    for (auto _ : state) c.exe->run(c.views, o);
-    double bytes = static_cast<double>(c.views.size() + c.outputs) * c.inputs[0].numel() * 4;
+    if (once) c.exe->run(c.take(), o);  // warm-up for --iters (first-touch page faults)
+    for (auto _ : state) c.exe->run(c.take(), o);
+    double bytes = static_cast<double>(c.views[0].size() + c.outputs) * c.inputs[0][0].numel() * 4;
     state.counters["bytes"] = bytes;
     state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
 }
@@ -196,7 +215,7 @@ void add_scan(const std::string& name, std::vector<std::int64_t> shape, int dim,
     const Combine combine = combine_of(name);
     const bool ordered = name.find("_ordered") != std::string::npos;
     auto run = [=](benchmark::State& s) {
-        scan_bench(s, combine, shape, dim, opt.threads, ordered, opt.iters > 0);
+        scan_bench(s, combine, shape, dim, opt.threads, ordered, opt.iters > 0, opt.cold_bytes);
     };
     std::string full = name + "/" + shape_text(shape) + "/" + std::to_string(dim);
     configure(benchmark::RegisterBenchmark(full.c_str(), run), opt);
@@ -255,6 +274,8 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) opt.iters = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--dram-copy") && i + 1 < argc)
             opt.dram_copy = std::strtoull(argv[++i], nullptr, 10);
+        else if (!std::strcmp(argv[i], "--cold-bytes") && i + 1 < argc)
+            opt.cold_bytes = std::strtoull(argv[++i], nullptr, 10);
         else if (!std::strcmp(argv[i], "--one") && i + 3 < argc)
             one = {argv[i + 1], argv[i + 2], argv[i + 3]}, i += 3;
         else rest.push_back(argv[i]);
