@@ -24,8 +24,8 @@
 #include <barrier>
 #include <cstdlib>
 #include <cstring>
-#include <span>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,7 +59,7 @@ enum class Combine { Sum, SumGeneric, Affine, AffineH };
 Combine combine_of(const std::string& name) {
     if (name == "affine") return Combine::Affine;
     if (name == "affine_h") return Combine::AffineH;
-    return name.rfind("sum_generic", 0) == 0 ? Combine::SumGeneric : Combine::Sum;
+    return name == "sum_generic" ? Combine::SumGeneric : Combine::Sum;
 }
 
 bool is_affine(Combine c) { return c == Combine::Affine || c == Combine::AffineH; }
@@ -118,7 +118,7 @@ ScanCase& scan_case(Combine combine, const std::vector<std::int64_t>& shape, int
     std::int64_t numel = 1;
     for (std::int64_t n : shape) numel *= n;
     const std::size_t set_bytes = static_cast<std::size_t>(numel) * 4 * (affine ? 2 : 1);
-    const std::size_t sets = std::max<std::size_t>(1, (cold_bytes + set_bytes - 1) / std::max<std::size_t>(set_bytes, 1));
+    const std::size_t sets = set_bytes == 0 ? 1 : std::max<std::size_t>(1, (cold_bytes + set_bytes - 1) / set_bytes);
     c.inputs.resize(sets);
     c.views.resize(sets);
     for (std::size_t set = 0; set < sets; ++set)

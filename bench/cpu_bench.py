@@ -224,16 +224,14 @@ def time_peers(case, shape, dim, torch):
     # x / P stays finite, so neither peer pays for subnormals or infinities.
     a = 1 - rng.random(shape, dtype=np.float32) * np.float32(2**-19)
 
-    def closed_form(cumprod, cumsum):
-        p = cumprod(a)
-        return p, p * cumsum(x / p)
+    def closed_form(lib, a, x):  # numpy or torch: both name the dim `axis` in cumprod / cumsum
+        p = lib.cumprod(a, axis=dim)
+        return p, p * lib.cumsum(x / p, axis=dim)
 
-    out = {"numpy": best_seconds(lambda: closed_form(lambda v: np.cumprod(v, axis=dim),
-                                                     lambda v: np.cumsum(v, axis=dim)))}
+    out = {"numpy": best_seconds(lambda: closed_form(np, a, x))}
     if torch is not None:
         ta, tx = torch.from_numpy(a), torch.from_numpy(x)
-        out["torch"] = best_seconds(lambda: (lambda p: (p, p * torch.cumsum(tx / p, dim=dim)))(
-            torch.cumprod(ta, dim=dim)))
+        out["torch"] = best_seconds(lambda: closed_form(torch, ta, tx))
         out["torch_leaf"] = best_seconds(lambda: torch.cumsum(tx, dim=dim))
     return out
 
