@@ -136,9 +136,10 @@ TEST(CpuChain, SumsOfNegativeZerosStayNegativeZero) {
     }
 }
 
-// A generic f32 stage along one or a few long lines: blocks of lanes scanned locally in
-// registers, chained, then fixed up (run_fixed). Multipliers of +-1 and small integers are
-// exact in any association, so both results (or h alone) equal the reference bit for bit:
+// A generic f32 stage along one or a few long lines: blocks scanned through the row scan
+// (run_spans), or, where it cannot run, lanes scanned locally in registers, chained, then fixed
+// up (run_fixed). Multipliers of +-1 and small integers are exact in any association, so both
+// results (or h alone) equal the reference bit for bit:
 // lengths around the staggered first blocks and the blocks, primes, 2^k + 1; several lines
 // (CpuFixup's h-only test goes to 2^22 + 3).
 TEST(CpuChain, GenericFloatLinesChainedAndFixedUpEqualTheReferenceBitwise) {
@@ -154,6 +155,31 @@ TEST(CpuChain, GenericFloatLinesChainedAndFixedUpEqualTheReferenceBitwise) {
             ProgramRef p = scan_program(affine_combine(), DType::F32, rank, rank - 1, false, false, h_only ? 1 : -1);
             expect_chained(p, in, cat(sizes.front(), "x..x", sizes.back(), h_only ? " h" : " both"));
         }
+}
+
+// Round 31: a generic f32 line chains whole vectors through the row scan (run_spans: each
+// block's total paired up, then its scan from the previous prefix), the line's last steps by
+// Worker. Random affine lines (lengths under a vector, around the pairing's 16 vectors, the
+// blocks, primes) match the reference within rounding and are bit-identical run to run.
+TEST(CpuChain, RandomGenericFloatLinesThroughTheRowScanAreCloseAndBitIdenticalRunToRun) {
+    std::mt19937_64 rng(66);
+    for (std::int64_t n : {std::int64_t{15}, std::int64_t{257}, std::int64_t{4099}, kBlock32 - 1,
+                           3 * kBlock32 + 255, std::int64_t{1000003}}) {
+        Inputs in;
+        in.add(DType::F32, {n}, Values::Decay, Layout::Contiguous, rng);
+        in.add(DType::F32, {n}, Values::Unit, Layout::Contiguous, rng);
+        ProgramRef p = scan_program(affine_combine(), DType::F32, 1, 0);
+        auto expected = run_reference(p, in);
+        for (int threads : {1, 2, 3}) {
+            auto first = run_cpu(p, in, threads);
+            for (std::size_t i = 0; i < first.size(); ++i)
+                EXPECT_EQ(compare(expected[i], first[i], false, tolerance(DType::F32)), "")
+                    << "n " << n << " threads " << threads << " result " << i;
+            auto again = run_cpu(p, in, threads);
+            for (std::size_t i = 0; i < first.size(); ++i)
+                EXPECT_EQ(compare(first[i], again[i], true, 0), "") << "n " << n << " threads " << threads;
+        }
+    }
 }
 
 TEST(CpuChain, RandomFloatLinesAreCloseToTheReferenceAndBitIdenticalRunToRun) {

@@ -23,21 +23,27 @@ namespace {
 using namespace scanc::dsl;
 
 // A [lines, steps] f32 scan along the last dim of `f` (or, `across`, a [steps, lines] one
-// along dim 0) over fresh contiguous tensors of special values, and two sets of outputs to
-// compare.
+// along dim 0) over fresh contiguous tensors of special values (`finite`: of values in [0.9,
+// 1.1], whose long combines stay finite), and two sets of outputs to compare.
 struct Rows {
     cpu::Plan plan;
     std::vector<Tensor> ins, outs[2];
     cpu::Layout L;
 
     Rows(const CombineRef& f, std::int64_t lines, std::int64_t steps, bool epilogue, bool ordered,
-         std::mt19937_64& rng, bool across = false)
+         std::mt19937_64& rng, bool across = false, bool finite = false)
         : plan(cpu::make_plan(*scan_program(f, DType::F32, 2, across ? 0 : 1, false, epilogue))) {
         const cpu::StageCode& code = plan.stages.at(0).code;
         const std::vector<std::int64_t> sizes = across ? std::vector{steps, lines} : std::vector{lines, steps};
         for (int i = 0; i < f->num_leaves(); ++i) {
             ins.push_back(Tensor::empty(DType::F32, sizes));
-            fill_special(ins.back(), rng);
+            if (!finite) {
+                fill_special(ins.back(), rng);
+                continue;
+            }
+            std::uniform_real_distribution<float> near_one(0.9f, 1.1f);
+            auto* v = static_cast<float*>(ins.back().data());
+            for (std::int64_t i = 0; i < ins.back().numel(); ++i) v[i] = near_one(rng);
         }
         for (std::size_t o = 0; o < plan.stages.at(0).outputs.size(); ++o)
             for (auto& set : outs) set.push_back(Tensor::empty(DType::F32, sizes));
@@ -164,6 +170,43 @@ TEST(CpuSegRows, CompiledRowScansGiveTheInterpretersBits) {
             ASSERT_TRUE(compiled || (W == 8 && f->num_leaves() > 2)) << f->name;
             ASSERT_FALSE(interpreted);
             EXPECT_EQ(r.differing(0, 9), 0) << f->name << ", " << steps << " steps";
+        }
+}
+
+// A chained line's spans (SegLocal::scan_span): a span's total, its vectors paired up
+// (kSpanFold levels with 16 lanes, then the rest scanned), and its scan from a carry into the
+// outputs give the interpreter's bits in machine code: every op, values near 1 (special ones
+// would make every total NaN); spans of a vector, of a pairing's 16 vectors and one more, of
+// 16 + 15 and of 77 vectors.
+TEST(CpuSegRows, CompiledSpanTotalsAndScansFromACarryGiveTheInterpretersBits) {
+    if (!cpu::mem_fns().row_scan) GTEST_SKIP() << "no AVX2";
+    if (!cpu::seg_jit_built()) GTEST_SKIP() << "built without Xbyak";
+    const int W = cpu::mem_fns().row_lanes;
+    std::mt19937_64 rng(146);
+    for (std::int64_t vectors : {1, 16, 17, 31, 77})
+        for (const CombineRef& f : {affine_combine(), three_leaves_combine(), affine_max_combine(),
+                                    max_min_combine(), integer_literals_combine(), every_op_combine()}) {
+            Rows r(f, 2, vectors * W, false, false, rng, false, /*finite=*/true);
+            const cpu::SegLocal compiled(r.code(), r.L, 1, true), interpreted(r.code(), r.L, 1, false);
+            ASSERT_TRUE(compiled.spans() && interpreted.spans()) << f->name;
+            // AVX2's 16 registers hold the row scan of two leaves, not of three or four.
+            ASSERT_TRUE(compiled.spans_compiled() || (W == 8 && f->num_leaves() > 2)) << f->name;
+            ASSERT_FALSE(interpreted.spans_compiled());
+            const std::string what = cat(f->name, ", ", vectors, " vectors");
+            std::uint64_t total[2][cpu::kSegMaxLeaves] = {}, last[2][cpu::kSegMaxLeaves] = {};
+            for (int set = 0; set < 2; ++set) {
+                const cpu::SegLocal& seg = set == 0 ? compiled : interpreted;
+                r.write_to(set);
+                seg.scan_span(0, 0, vectors, nullptr, false, 0, 0, total[set]);
+                seg.scan_span(1, 0, vectors, total[set], true, 0, 0, last[set]);
+            }
+            for (int k = 0; k < f->num_leaves(); ++k) {
+                EXPECT_TRUE(same_value(static_cast<std::uint32_t>(total[0][k]), static_cast<std::uint32_t>(total[1][k])))
+                    << what << ", leaf " << k << "'s total";
+                EXPECT_TRUE(same_value(static_cast<std::uint32_t>(last[0][k]), static_cast<std::uint32_t>(last[1][k])))
+                    << what << ", leaf " << k << "'s last value";
+            }
+            EXPECT_EQ(r.differing(1, 1), 0) << what;
         }
 }
 

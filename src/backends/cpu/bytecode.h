@@ -194,7 +194,8 @@ using SegStepFns = SegStepFn[kSegStepVariants];
 // Whole rows scanned in registers, reassociated (ops_row_scan.inc): each row's vectors of W
 // lanes (8 for AVX2, 16 for AVX-512) go through log2 W levels, at level d lane i taking the
 // combine of lane i - d's value with its own, then through the combine with the carry of the
-// vectors before (lane W - 1 of the last, broadcast). No transposes; `ordered` runs never take it.
+// vectors before (lane W - 1 of the last, broadcast), or with the row's given carry for its first
+// vector. No transposes; `ordered` runs never take it.
 // The lanes each of AVX2's three row-scan levels updates (Vec256::blend, RowScanCode): lanes
 // 1-3 and 5-7, then 2, 3, 6, 7 (a scan of each 128-bit half), then 4-7 (from lane 3).
 inline constexpr int kRowLevelLanes8[3] = {0xEE, 0xCC, 0xF0};
@@ -203,11 +204,14 @@ inline constexpr int kRowLevelLanes8[3] = {0xEE, 0xCC, 0xF0};
 inline constexpr int kSegMaxLeaves = 4;
 
 struct RowScanArgs {
-    const float* in[kSegMaxLeaves];  // per leaf: the row's first element
-    float* out[kSegMaxLeaves];       // per leaf: where its scan goes; null: not stored (as the
-                                     // machine code's mask of stored leaves says)
-    float carry[kSegMaxLeaves];      // written: the row's last scanned value per leaf
-    bool stream;                     // streaming stores (each kept out[k] aligned to whole vectors)
+    const float* in[kSegMaxLeaves];     // per leaf: the row's first element
+    float* out[kSegMaxLeaves];          // per leaf: where its scan goes; null: not stored (as the
+                                        // machine code's mask of stored leaves says)
+    const float* ahead[kSegMaxLeaves];  // per leaf: prefetched into L2 in step with `in`
+    float carry[kSegMaxLeaves];         // in: the carry before the row when `carried`;
+                                        // written: the row's last scanned value per leaf
+    bool carried;                       // the row's first vector combined with `carry`
+    bool stream;                        // streaming stores (each kept out[k] aligned to whole vectors)
 };
 // Rows rows[0..n) (n >= 1) of `vectors` W-lane vectors each, as machine code (seg_jit.h).
 using RowScanJitFn = void (*)(RowScanArgs* rows, std::int64_t n, std::int64_t vectors);
@@ -220,7 +224,15 @@ struct SegProgram {
     int carry[kSegMaxLeaves] = {}, x[kSegMaxLeaves] = {}, next[kSegMaxLeaves] = {};  // per leaf
     const SegStepFn* jit = nullptr;  // compiled variants (seg_step_slot), or null: interpret
     const RowScanJitFn* row_jit = nullptr;  // compiled row scans {stores, streaming}, or null
+    // Totals only (no leaf stored): the row's vectors paired up `row_fold` levels before the
+    // scan, 2^row_fold vectors into one whose lane i is the combine of lanes 2^row_fold i ..
+    // 2^row_fold (i + 1) - 1 in order (`vectors` a multiple of 2^row_fold); 16-lane rows only
+    // (8-lane ones ignore it).
+    int row_fold = 0;
 };
+// The levels a span's total pairs its vectors up (SegLocal::scan_span): 16 vectors into one, a
+// fifth of the row scan's ops a vector.
+inline constexpr int kSpanFold = 4;
 // Rows rows[0..n) of `vectors` vectors each (ops_row_scan.inc), by row_jit where compiled.
 using RowScanFn = void (*)(const SegProgram& p, RowScanArgs* rows, int n, std::int64_t vectors);
 

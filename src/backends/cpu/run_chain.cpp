@@ -33,12 +33,14 @@ public:
     // Lines in order, each cut into blocks of `len` steps; the first `threads` blocks of the
     // run are len * (k + 1) / threads long (k = 0..threads-1), which puts the threads out of
     // phase from the start (see chain.h).
-    Chain(const Layout& L, std::int64_t len, int threads, int leaves) : leaves_(leaves) {
+    // Every block but a line's last is a multiple of `quantum` steps (len is one).
+    Chain(const Layout& L, std::int64_t len, int threads, int leaves, std::int64_t quantum = 1)
+        : leaves_(leaves) {
         for (std::int64_t line = 0; line < L.lines; ++line)
             for (std::int64_t s = 0; s < L.steps;) {
                 std::int64_t k = static_cast<std::int64_t>(blocks.size());
-                std::int64_t n =
-                    k < threads ? std::max<std::int64_t>(1, len * (k + 1) / threads) : len;
+                std::int64_t n = k < threads ? std::max(quantum, len * (k + 1) / threads / quantum * quantum)
+                                             : len;
                 n = std::min(n, L.steps - s);
                 blocks.push_back({line, s, n});
                 s += n;
@@ -135,6 +137,60 @@ void run_one_op(const StageCode& code, const Layout& L, int threads, std::vector
     });
 }
 
+// A generic stage through the row scan (SegLocal::scan_span; issue 4, round 31), as the one-op
+// path: each block's total first (its vectors paired up, then scanned storing nothing), which
+// reads it into L2; then, from the previous block's prefix, its scan into the outputs while the
+// next block is prefetched. A fix-up ran a transposing local scan, then the combine per element
+// (sum_generic 1-D 2^26 from DRAM, ms: 1 thread 41 -> 34, 2 threads 21.5 -> 18.3).
+void run_spans(const StageCode& code, const Layout& L, int threads, const SegLocal& seg,
+               std::vector<ThreadState>& ts) {
+    const int leaves = static_cast<int>(code.carry.size()), W = seg.span_lanes();
+    std::int64_t step_bytes = 0;
+    for (const Slot& s : L.in) step_bytes += s.step ? s.esize : 0;
+    // Whole vectors of kChainBlockBytes of input; a line shorter than that about one block per
+    // thread.
+    std::int64_t len = std::max<std::int64_t>(kChainBlockBytes / std::max<std::int64_t>(step_bytes, 1) / W, 1) * W;
+    if (L.steps <= len) len = ceil_div(ceil_div(L.steps, threads), W) * W;
+    Chain chain(L, len, threads, leaves, W);
+    chain.run(threads, [&](int p, std::size_t b) {
+        ThreadState& st = ts[p];
+        Worker& w = st.worker(st.w, code, L, 1);
+        const Block& blk = chain.blocks[b];
+        const std::int64_t vectors = blk.steps / W, own_ahead = blk.start + kAheadBytes / 4;
+        std::vector<std::uint64_t> total(leaves), prefix(leaves), last(leaves);
+        // The total, where the line's next block waits for it: read from L2 (this thread's
+        // previous scan prefetched it), the inputs a little ahead prefetched too.
+        const bool wanted = b + 1 < chain.blocks.size() && chain.blocks[b + 1].line == blk.line;
+        if (wanted) seg.scan_span(blk.line, blk.start, vectors, nullptr, false, blk.line, own_ahead, total.data());
+        const bool has = blk.start > 0;
+        if (has) {
+            const std::uint64_t* prev = chain.wait(b - 1);
+            if (!prev) return false;
+            std::copy(prev, prev + leaves, prefix.begin());
+        }
+        st.run = has ? prefix : total;
+        if (has && wanted) w.fold(0, st.run.data(), total.data());
+        chain.publish(b, st.run);
+        // The scan, prefetching this thread's next block so these writes overlap its reads.
+        std::int64_t ahead_line = blk.line, ahead = own_ahead;
+        if (b + threads < chain.blocks.size())
+            ahead_line = chain.blocks[b + threads].line, ahead = chain.blocks[b + threads].start;
+        if (vectors > 0)
+            seg.scan_span(blk.line, blk.start, vectors, has ? prefix.data() : nullptr, true, ahead_line, ahead, last.data());
+        if (const std::int64_t head = vectors * W; head < blk.steps) {  // the line's last steps
+            LaneValues from{leaves, {}, {}};
+            from.resize(1);
+            from.has[0] = has || vectors > 0;
+            std::copy_n(vectors > 0 ? last.data() : prefix.data(), leaves, from.at(0));
+            w.set_lanes(1, [&](int) { return blk.line; }, [&](int) { return blk.start + head; });
+            w.set_ahead(nullptr);
+            w.run(blk.steps - head, Mode::Scan, &from);
+        }
+        if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
+        return true;
+    });
+}
+
 // A generic stage fixed up (fixup.h): each block's lanes scanned locally into L2, their totals
 // chained in order from the previous block's prefix, then carry ∘ local written out.
 void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
@@ -150,6 +206,7 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
     // block's trips out of L2 (affine 1-D 2^26, 2 threads, ms: 768 KiB 85-112, 384 KiB 72-97,
     // 256 KiB 66-106 (mostly 74-87), 192 KiB 77-97; Worker's path 90-123 alongside).
     const SegLocal& seg = ts[0].seg_local(code, L, dir);
+    if (dir == 1 && seg.spans()) return run_spans(code, L, threads, seg, ts);
     std::int64_t budget = seg.active() && L.stream ? kSegPortionBytes : kPortionBytes;
     std::int64_t portion = portion_steps(code, L, true, lanes, budget);
     bool short_line = L.steps <= portion;

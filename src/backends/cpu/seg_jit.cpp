@@ -199,15 +199,23 @@ public:
         auto left = [&](int k) { return V(base + leaves + k); };
         auto carry = [&](int k) { return V(base + 2 * leaves + k); };
         // Scratch t0, t1; AVX-512 also holds the last lane's index and a zero for its shifts.
-        if (base + 3 * leaves + (kWide ? 4 : 2) > kRegs) return;
+        // A fold (SegProgram::row_fold, totals only): the pairs' lane indices, and per level
+        // and leaf the first half's vector.
+        const int fold = p.row_fold, scratch = base + 3 * leaves + (kWide ? 4 : 2);
+        if (fold > 0 && (!kWide || stored != 0)) return;
+        if (scratch + (fold > 0 ? 2 + fold * leaves : 0) > kRegs) return;
         const V t0(base + 3 * leaves), t1(base + 3 * leaves + 1);
         const V last(kWide ? base + 3 * leaves + 2 : 0), zero(kWide ? base + 3 * leaves + 3 : 0);
+        const V evens(scratch), odds(scratch + 1);
+        auto held = [&](int level, int k) { return V(scratch + 2 + (level - 1) * leaves + k); };
         // rdi: the row, rsi: rows left, rdx: vectors per row; rcx: vectors left in the row,
-        // rax: the vector's byte offset, r8..r11: the row's inputs, r12..r15: its outputs.
+        // rax: the vector's byte offset, r8..r11: the row's inputs, r12..r15: its outputs, rbx:
+        // where a prefetch goes.
         const Xbyak::Reg64 args = rdi, rows = rsi, vectors = rdx, n = rcx, at = rax;
         const Xbyak::Reg64 in[4] = {r8, r9, r10, r11}, out[4] = {r12, r13, r14, r15};
-        Xbyak::Label consts, last_lane, row, loop, done;
+        Xbyak::Label consts, last_lane, even_lanes, row, first, loop, done;
         for (const auto& r : out) push(r);
+        push(rbx);
         load_consts<V>(p, phys, consts);
         if constexpr (kWide) {
             vpbroadcastd(last, ptr[rip + last_lane]);
@@ -215,6 +223,11 @@ public:
             for (int i = 0; i < 4; ++i) {  // k3..k6: the lanes >= 1, 2, 4, 8
                 mov(eax, (0xFFFF << (1 << i)) & 0xFFFF);
                 kmovw(Xbyak::Opmask(3 + i), eax);
+            }
+            if (fold > 0) {
+                vmovups(evens, ptr[rip + even_lanes]);
+                vpternlogd(odds, odds, odds, 0xFF);  // all ones: -1
+                vpsubd(odds, evens, odds);
             }
         }
         // The combine with program register carry[k] read from `from(k)`.
@@ -229,8 +242,36 @@ public:
             for (const SegOp& o : p.ops) emit_op(*this, o, V(phys.at(o.dst)), src, t0, t1);
         };
         auto next = [&](int k) { return V(phys.at(p.next[k])); };
+        // x = the combine of the pairs of adjacent lanes of a(k) then b(k) (Vec512::pair_lanes).
+        auto pair = [&](auto a, auto b) {
+            for (int k = 0; k < leaves; ++k) {
+                vmovaps(left(k), evens);
+                vpermi2ps(left(k), a(k), b(k));
+                vmovaps(t0, odds);
+                vpermi2ps(t0, a(k), b(k));
+                vmovaps(x(k), t0);
+            }
+            combine(left);
+            for (int k = 0; k < leaves; ++k) vmovaps(x(k), next(k));
+        };
+        // x = the vectors from `at` + vector * kBytes on, paired up `level` levels.
+        auto paired = [&](auto& self, int level, int vector) -> void {
+            if (level == 0) {
+                for (int k = 0; k < leaves; ++k) vmovups(x(k), ptr[in[k] + at + vector * kBytes]);
+                return;
+            }
+            self(self, level - 1, vector);
+            for (int k = 0; k < leaves; ++k) vmovaps(held(level, k), x(k));
+            self(self, level - 1, vector + (1 << (level - 1)));
+            pair([&](int k) { return held(level, k); }, x);
+        };
         auto vector = [&](bool carried) {
-            for (int k = 0; k < leaves; ++k) vmovups(x(k), ptr[in[k] + at]);
+            for (int k = 0; k < leaves; ++k)  // ahead[k] + at into L2
+                for (int v = 0; v < 1 << fold; ++v) {
+                    mov(rbx, ptr[args + offsetof(RowScanArgs, ahead) + 8 * k]);
+                    prefetcht1(ptr[rbx + at + v * kBytes]);
+                }
+            paired(paired, fold, 0);
             for (int level = 0; (1 << level) < kLanes; ++level) {
                 const int d = 1 << level;
                 // AVX2: each 128-bit half scanned by in-half shifts, then lanes 4-7 from lane 3
@@ -267,7 +308,7 @@ public:
                     vperm2f128(carry(k), carry(k), carry(k), 0x11);
                 }
             }
-            add(at, kBytes);
+            add(at, kBytes << fold);
             dec(n);
         };
         L(row);
@@ -277,6 +318,13 @@ public:
         }
         xor_(at, at);
         mov(n, vectors);
+        if (fold > 0) shr(n, fold);
+        cmp(byte[args + offsetof(RowScanArgs, carried)], 0);
+        je(first, T_NEAR);
+        for (int k = 0; k < leaves; ++k)
+            vbroadcastss(carry(k), ptr[args + offsetof(RowScanArgs, carry) + 4 * k]);
+        jmp(loop, T_NEAR);
+        L(first);
         vector(false);
         jz(done, T_NEAR);
         L(loop);
@@ -288,10 +336,16 @@ public:
         add(args, sizeof(RowScanArgs));
         dec(rows);
         jnz(row, T_NEAR);
+        pop(rbx);
         for (const auto& r : {r15, r14, r13, r12}) pop(r);
         leave();
         L(last_lane);
         dd(kLanes - 1);
+        if (fold > 0) {
+            align(64);
+            L(even_lanes);
+            for (int i = 0; i < kLanes; ++i) dd(2 * i);
+        }
         finish(p, consts);
     }
 };
@@ -436,6 +490,7 @@ std::string program_key(const SegProgram& p, Isa isa, unsigned stored = 0) {
     for (int k = 0; k < p.leaves; ++k) put(p.carry[k]), put(p.x[k]), put(p.next[k]);
     for (const SegOp& o : p.ops) put(o.kind), put(o.dst), put(o.a), put(o.b), put(o.c);
     for (auto [r, v] : p.consts) put(r), put(v);
+    put(p.row_fold);
     return key;
 }
 

@@ -50,6 +50,19 @@ public:
     // done, without machine code or when the stage or the lines do not allow it.
     bool run_cols(std::int64_t first, int n, Worker& w) const;
 
+    // Whether scan_span runs this stage: reassociated lines of contiguous steps, every output
+    // a stored leaf (the row scan's conditions).
+    bool spans() const { return rows_ && L_.reassociate && mem_fns().row_scan; }
+    int span_lanes() const { return mem_fns().row_lanes; }
+    bool spans_compiled() const { return prog_.row_jit && folded_.row_jit; }  // scan_span's code
+    // Steps [start, start + vectors * span_lanes()) of `line` as one row of the row scan (a
+    // block of a chained line, run_chain.cpp): from `carry` (per leaf, as the chain holds
+    // values; null: none), into the outputs when `store`; its last scanned value per leaf into
+    // `last`. The inputs at step `ahead` of line `ahead_line` on are prefetched in step.
+    void scan_span(std::int64_t line, std::int64_t start, std::int64_t vectors,
+                   const std::uint64_t* carry, bool store, std::int64_t ahead_line,
+                   std::int64_t ahead, std::uint64_t* last) const;
+
 private:
     bool scan_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
     // Steps head.. of the lines by `w`, from the carries in `totals`.
@@ -59,6 +72,7 @@ private:
     int dir_;
     SegLocalFn fn_ = nullptr;
     SegProgram prog_;
+    SegProgram totals_, folded_;  // prog_ storing nothing (scan_span's totals), and paired up
     int slot_[kSegMaxLeaves] = {};  // per leaf: the input slot its x reads
     int out_of_[kSegMaxLeaves] = {};  // per leaf: the output storing it, or -1
     bool rows_ = false;  // run_rows may run
