@@ -147,10 +147,11 @@ void run_spans(const StageCode& code, const Layout& L, int threads, const SegLoc
     const int leaves = static_cast<int>(code.carry.size()), W = seg.span_lanes();
     std::int64_t step_bytes = 0;
     for (const Slot& s : L.in) step_bytes += s.step ? s.esize : 0;
-    // Whole vectors of kChainBlockBytes of input; a line shorter than that about one block per
-    // thread.
-    std::int64_t len = std::max<std::int64_t>(kChainBlockBytes / std::max<std::int64_t>(step_bytes, 1) / W, 1) * W;
-    if (L.steps <= len) len = ceil_div(ceil_div(L.steps, threads), W) * W;
+    // A line in equal blocks of whole vectors, up to kChainBlockBytes of input each (no sliver
+    // of a last block); a line shorter than one block, one block a thread.
+    const std::int64_t most = std::max<std::int64_t>(kChainBlockBytes / std::max<std::int64_t>(step_bytes, 1) / W, 1) * W;
+    const std::int64_t blocks = L.steps <= most ? threads : ceil_div(L.steps, most);
+    const std::int64_t len = ceil_div(ceil_div(L.steps, blocks), W) * W;
     Chain chain(L, len, threads, leaves, W);
     chain.run(threads, [&](int p, std::size_t b) {
         ThreadState& st = ts[p];
