@@ -6,6 +6,7 @@
 // within tolerance and bitwise run to run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu_test_util.h"
@@ -155,6 +156,21 @@ TEST(CpuChain, GenericFloatLinesChainedAndFixedUpEqualTheReferenceBitwise) {
             ProgramRef p = scan_program(affine_combine(), DType::F32, rank, rank - 1, false, false, h_only ? 1 : -1);
             expect_chained(p, in, cat(sizes.front(), "x..x", sizes.back(), h_only ? " h" : " both"));
         }
+}
+
+// Round 31: the next block's lines are prefetched in kAheadWays interleaved parts, each line
+// once; a pass over memory prefetches its own lines in order, kAheadBytes on.
+TEST(CpuChain, TheNextBlockIsPrefetchedInInterleavedPartsEachLineOnceAndAPassInOrder) {
+    std::vector<std::byte> block(4096 * 64);
+    const std::byte* x = block.data();
+    const std::byte* next = x + 1000 * 64;
+    const scanc::cpu::AheadLines interleaved(x, next, 4096 * 64), pass(x, x + scanc::cpu::kAheadBytes, 4096 * 64);
+    std::vector<int> seen(4096, 0);
+    for (std::int64_t i = 0; i < 4096; ++i) ++seen.at((interleaved.line(i) - next) / 64);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 4096);
+    EXPECT_EQ(interleaved.line(1) - interleaved.line(0), 4096 / scanc::cpu::kAheadWays * 64);
+    for (std::int64_t i : {0, 1, 7, 8, 4095})
+        EXPECT_EQ(pass.line(i), x + scanc::cpu::kAheadBytes + 64 * i);
 }
 
 // Round 31: a generic f32 line chains whole vectors through the row scan (run_spans: each

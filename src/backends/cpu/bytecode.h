@@ -8,6 +8,7 @@
 // memory happen outside the bytecode (run_stage.cpp), once per tile.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -151,11 +152,33 @@ SerialFn lookup_serial_avx2(const OpKey& key);
 // block, the lines at `ahead` + (the block's offset from x) are prefetched (none when null):
 // x + kAheadBytes for a pass over memory (a scan's loads otherwise stop running ahead of its
 // compute: 11-14 -> 13-22 GB/s for such a loop on the 2-core box, bench/cpu_memprobe.cpp), or
-// the part of the input that the next pass will read.
+// the part of the input that the next pass will read, in AheadLines' order.
 using SerialBlockFn = void (*)(const std::byte* carry, const std::byte* x, std::byte* out,
                                std::int64_t steps, std::byte* last, bool x_left, bool stream,
                                const std::byte* ahead);
 inline constexpr std::int64_t kAheadBytes = 4096;
+
+// The line a block's prefetch takes as the block passes its line i. A pass over memory (ahead
+// = x + kAheadBytes) takes its lines in order. Another block (the next pass's, as long) is
+// taken in kAheadWays interleaved parts, line j of each part in turn, so that DRAM serves
+// several streams at once (sum 1-D 2^26 from DRAM, 2 threads: 17 -> 14 ms); of a block whose
+// lines kAheadWays does not divide, fewer than kAheadWays lines are left to the hardware.
+inline constexpr int kAheadWays = 8;
+struct AheadLines {
+    const std::byte* ahead;
+    std::int64_t part = 0;  // lines per part; 0: in order
+
+    AheadLines(const std::byte* x, const std::byte* next, std::int64_t bytes) : ahead(next) {
+        if (next != x + kAheadBytes) part = (bytes / 64 + kAheadWays - 1) / kAheadWays;
+    }
+    const std::byte* line(std::int64_t i) const {
+        return ahead + 64 * (part ? i % kAheadWays * part + i / kAheadWays : i);
+    }
+    // Bytes from line i's to line i + 1's within a part, and from part to part (RowScanArgs).
+    std::array<std::int64_t, 2> steps() const {
+        return part ? std::array<std::int64_t, 2>{64 * part, 64} : std::array<std::int64_t, 2>{64, 64 * kAheadWays};
+    }
+};
 SerialBlockFn lookup_serial_block(const OpKey& key);
 SerialBlockFn lookup_serial_block_baseline(const OpKey& key);
 SerialBlockFn lookup_serial_block_avx2(const OpKey& key);
@@ -207,12 +230,20 @@ struct RowScanArgs {
     const float* in[kSegMaxLeaves];     // per leaf: the row's first element
     float* out[kSegMaxLeaves];          // per leaf: where its scan goes; null: not stored (as the
                                         // machine code's mask of stored leaves says)
-    const float* ahead[kSegMaxLeaves];  // per leaf: prefetched into L2 in step with `in`
+    const float* ahead[kSegMaxLeaves];  // per leaf: prefetched into L2 in step with `in`:
+    std::int64_t ahead_step[2];         // as the row passes its line i, line ahead + (i %
+                                        // kAheadWays) step[0] + (i / kAheadWays) step[1] bytes
+                                        // (AheadLines' orders; stores: in order with none)
     float carry[kSegMaxLeaves];         // in: the carry before the row when `carried`;
                                         // written: the row's last scanned value per leaf
     bool carried;                       // the row's first vector combined with `carry`
     bool stream;                        // streaming stores (each kept out[k] aligned to whole vectors)
 };
+// Where leaf k's prefetch goes as a row passes byte `at` (its line at / 64).
+inline const char* ahead_at(const RowScanArgs& r, int k, std::int64_t at) {
+    const std::int64_t i = at / 64;
+    return reinterpret_cast<const char*>(r.ahead[k]) + i % kAheadWays * r.ahead_step[0] + i / kAheadWays * r.ahead_step[1];
+}
 // Rows rows[0..n) (n >= 1) of `vectors` W-lane vectors each, as machine code (seg_jit.h).
 using RowScanJitFn = void (*)(RowScanArgs* rows, std::int64_t n, std::int64_t vectors);
 

@@ -2,6 +2,7 @@
 #include "seg_jit.h"
 
 #include <algorithm>
+#include <bit>
 #include <array>
 #include <cstddef>
 #include <cstring>
@@ -209,13 +210,14 @@ public:
         const V evens(scratch), odds(scratch + 1);
         auto held = [&](int level, int k) { return V(scratch + 2 + (level - 1) * leaves + k); };
         // rdi: the row, rsi: rows left, rdx: vectors per row; rcx: vectors left in the row,
-        // rax: the vector's byte offset, r8..r11: the row's inputs, r12..r15: its outputs, rbx:
-        // where a prefetch goes.
+        // rax: the vector's byte offset, r8..r11: the row's inputs, r12..r15: its outputs, rbx
+        // and rbp: where a prefetch goes.
         const Xbyak::Reg64 args = rdi, rows = rsi, vectors = rdx, n = rcx, at = rax;
         const Xbyak::Reg64 in[4] = {r8, r9, r10, r11}, out[4] = {r12, r13, r14, r15};
         Xbyak::Label consts, last_lane, even_lanes, row, first, loop, done;
         for (const auto& r : out) push(r);
         push(rbx);
+        push(rbp);
         load_consts<V>(p, phys, consts);
         if constexpr (kWide) {
             vpbroadcastd(last, ptr[rip + last_lane]);
@@ -265,11 +267,25 @@ public:
             self(self, level - 1, vector + (1 << (level - 1)));
             pair([&](int k) { return held(level, k); }, x);
         };
+        // rbp = the bytes from ahead[k] to the prefetch of the line at `at` (ahead_at).
+        auto ahead_offset = [&] {
+            static_assert((kAheadWays & (kAheadWays - 1)) == 0);
+            mov(rbp, at);
+            shr(rbp, 6);
+            mov(rbx, rbp);
+            and_(rbx, kAheadWays - 1);
+            imul(rbx, ptr[args + offsetof(RowScanArgs, ahead_step)]);
+            shr(rbp, std::countr_zero(static_cast<unsigned>(kAheadWays)));
+            imul(rbp, ptr[args + offsetof(RowScanArgs, ahead_step) + 8]);
+            add(rbp, rbx);
+        };
         auto vector = [&](bool carried) {
-            for (int k = 0; k < leaves; ++k)  // ahead[k] + at into L2
+            // Stores: another block's lines in AheadLines' order; totals: their own, in order.
+            if (stored) ahead_offset();
+            for (int k = 0; k < leaves; ++k)
                 for (int v = 0; v < 1 << fold; ++v) {
                     mov(rbx, ptr[args + offsetof(RowScanArgs, ahead) + 8 * k]);
-                    prefetcht1(ptr[rbx + at + v * kBytes]);
+                    prefetcht1(stored ? ptr[rbx + rbp] : ptr[rbx + at + v * kBytes]);
                 }
             paired(paired, fold, 0);
             for (int level = 0; (1 << level) < kLanes; ++level) {
@@ -336,6 +352,7 @@ public:
         add(args, sizeof(RowScanArgs));
         dec(rows);
         jnz(row, T_NEAR);
+        pop(rbp);
         pop(rbx);
         for (const auto& r : {r15, r14, r13, r12}) pop(r);
         leave();

@@ -183,6 +183,7 @@ bool SegLocal::scan_rows(std::int64_t first, int n, Worker& w, LaneValues& total
         RowScanArgs& r = rows[l];
         r.stream = L_.stream;
         r.carried = false;
+        r.ahead_step[0] = 64, r.ahead_step[1] = 64 * kAheadWays;  // in order
         for (int k = 0; k < prog_.leaves; ++k) {
             const Slot& s = L_.in[slot_[k]];
             r.in[k] = reinterpret_cast<const float*>(s.base) + L_.line_offset(s, first + l);
@@ -228,6 +229,9 @@ void SegLocal::scan_span(std::int64_t line, std::int64_t start, std::int64_t vec
             r.stream = r.stream && reinterpret_cast<std::uintptr_t>(r.out[k]) % vector_bytes == 0;
         }
     }
+    const auto bytes = [](const float* p) { return reinterpret_cast<const std::byte*>(p); };
+    const auto steps = AheadLines(bytes(r.in[0]), bytes(r.ahead[0]), vectors * span_lanes() * 4).steps();
+    r.ahead_step[0] = steps[0], r.ahead_step[1] = steps[1];
     if (store) {
         mem_fns().row_scan(prog_, &r, 1, vectors);
     } else {  // the whole groups of 2^fold vectors paired up, the rest scanned as they are
