@@ -175,8 +175,9 @@ struct AheadLines {
         return ahead + 64 * (part ? i % kAheadWays * part + i / kAheadWays : i);
     }
     // Bytes from line i's to line i + 1's within a part, and from part to part (RowScanArgs).
+    static constexpr std::array<std::int64_t, 2> kInOrder{64, 64 * kAheadWays};
     std::array<std::int64_t, 2> steps() const {
-        return part ? std::array<std::int64_t, 2>{64 * part, 64} : std::array<std::int64_t, 2>{64, 64 * kAheadWays};
+        return part ? std::array<std::int64_t, 2>{64 * part, 64} : kInOrder;
     }
 };
 SerialBlockFn lookup_serial_block(const OpKey& key);

@@ -1,6 +1,7 @@
 // One pass with a decoupled carry for split lines (see chain.h).
 #include "chain.h"
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -158,7 +159,7 @@ void run_spans(const StageCode& code, const Layout& L, int threads, const SegLoc
         Worker& w = st.worker(st.w, code, L, 1);
         const Block& blk = chain.blocks[b];
         const std::int64_t vectors = blk.steps / W, own_ahead = blk.start + kAheadBytes / 4;
-        std::vector<std::uint64_t> total(leaves), prefix(leaves), last(leaves);
+        std::array<std::uint64_t, kSegMaxLeaves> total{}, prefix{}, last{};
         // The total, where the line's next block waits for it: read from L2 (this thread's
         // previous scan prefetched it), the inputs a little ahead prefetched too.
         const bool wanted = b + 1 < chain.blocks.size() && chain.blocks[b + 1].line == blk.line;
@@ -169,7 +170,8 @@ void run_spans(const StageCode& code, const Layout& L, int threads, const SegLoc
             if (!prev) return false;
             std::copy(prev, prev + leaves, prefix.begin());
         }
-        st.run = has ? prefix : total;
+        const auto& first = has ? prefix : total;
+        st.run.assign(first.begin(), first.begin() + leaves);
         if (has && wanted) w.fold(0, st.run.data(), total.data());
         chain.publish(b, st.run);
         // The scan, prefetching this thread's next block so these writes overlap its reads.

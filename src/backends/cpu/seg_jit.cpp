@@ -2,8 +2,8 @@
 #include "seg_jit.h"
 
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -282,11 +282,10 @@ public:
         auto vector = [&](bool carried) {
             // Stores: another block's lines in AheadLines' order; totals: their own, in order.
             if (stored) ahead_offset();
-            for (int k = 0; k < leaves; ++k)
-                for (int v = 0; v < 1 << fold; ++v) {
-                    mov(rbx, ptr[args + offsetof(RowScanArgs, ahead) + 8 * k]);
-                    prefetcht1(stored ? ptr[rbx + rbp] : ptr[rbx + at + v * kBytes]);
-                }
+            for (int k = 0; k < leaves; ++k) {
+                mov(rbx, ptr[args + offsetof(RowScanArgs, ahead) + 8 * k]);
+                for (int v = 0; v < 1 << fold; ++v) prefetcht1(stored ? ptr[rbx + rbp] : ptr[rbx + at + v * kBytes]);
+            }
             paired(paired, fold, 0);
             for (int level = 0; (1 << level) < kLanes; ++level) {
                 const int d = 1 << level;

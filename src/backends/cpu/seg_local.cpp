@@ -45,10 +45,6 @@ int operand_count(SegOp::Kind kind) {
     return kind == SegOp::Copy ? 1 : kind == SegOp::MulAdd || kind == SegOp::AddMul ? 3 : 2;
 }
 
-}  // namespace
-
-namespace {
-
 // The pairing levels (up to kSpanFold) of a span's total whose registers the row scan's machine
 // code holds in AVX-512's 32 (RowScanCode): the program's constants and results, 3 a leaf, 4
 // scratch, 2 lane indices, then one a level and leaf. The interpreter takes the same levels,
@@ -183,7 +179,7 @@ bool SegLocal::scan_rows(std::int64_t first, int n, Worker& w, LaneValues& total
         RowScanArgs& r = rows[l];
         r.stream = L_.stream;
         r.carried = false;
-        r.ahead_step[0] = 64, r.ahead_step[1] = 64 * kAheadWays;  // in order
+        r.ahead_step[0] = AheadLines::kInOrder[0], r.ahead_step[1] = AheadLines::kInOrder[1];
         for (int k = 0; k < prog_.leaves; ++k) {
             const Slot& s = L_.in[slot_[k]];
             r.in[k] = reinterpret_cast<const float*>(s.base) + L_.line_offset(s, first + l);
