@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "cols_probe_check.h"
+
 #define CK(x)                                                                          \
     do {                                                                               \
         cudaError_t e = (x);                                                           \
@@ -333,25 +335,8 @@ static float time_copy(void* dst, const void* src, size_t bytes) {
     return median_ms([&] { CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice)); });
 }
 
-// Against a host scan in the same order (no contraction on either side): bitwise where tol is
-// 0, else within tol (1 + |h|).
 static size_t mismatches(const float* x, const float* y, const float* z, const Case& c, float tol) {
-    const size_t n = (size_t)c.O * c.T * c.C;
-    std::vector<float> a(n), b(n), h(n);
-    CK(cudaMemcpy(a.data(), x, n * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(b.data(), y, n * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h.data(), z, n * 4, cudaMemcpyDeviceToHost));
-    size_t bad = 0;
-    for (i64 o = 0; o < c.O; ++o)
-        for (i64 col = 0; col < c.C; ++col) {
-            float acc = 0;
-            for (i64 t = 0; t < c.T; ++t) {
-                const size_t i = (o * c.T + t) * c.C + col;
-                acc = c.nin == 1 ? (t ? acc + a[i] : a[i]) : a[i] * acc + b[i];
-                bad += tol == 0 ? h[i] != acc : !(std::fabs(h[i] - acc) <= tol * (1 + std::fabs(acc)));
-            }
-        }
-    return bad;
+    return cols_scan_mismatches(x, y, z, c.O, c.T, c.C, c.nin, tol);
 }
 
 int main(int argc, char** argv) {

@@ -21,6 +21,8 @@
 # FIRST_LAUNCH_WRAP="CMD" runs the machine's first new process under CMD (e.g. a rusage printer);
 # WALK_PROBE="[FEED...]" runs only bench/cols_walk_probe.cu (cols lines walked whole by a warp or a block,
 # fed through shared memory; OUTDIR/walk_probe.txt) and exits;
+# WIDE_PROBE=1 runs only bench/cols_wide_probe.cu (cols tiles of one warp, V columns a lane;
+# OUTDIR/wide_probe.txt) and exits;
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
 # (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
@@ -44,6 +46,13 @@ if [ -n "${WALK_PROBE+x}" ]; then
   log "cols walk probe (bench/cols_walk_probe.cu)"
   mkdir -p $BUILD && $NVCC bench/cols_walk_probe.cu -o $BUILD/cols_walk_probe || exit 1
   timeout ${BENCH_TIMEOUT:-300} $BUILD/cols_walk_probe $WALK_PROBE 2>&1 | tee "$OUT/walk_probe.txt"
+  exit 0
+fi
+
+if [ -n "${WIDE_PROBE+x}" ]; then
+  log "cols wide probe (bench/cols_wide_probe.cu)"
+  mkdir -p $BUILD && $NVCC bench/cols_wide_probe.cu -o $BUILD/cols_wide_probe || exit 1
+  timeout ${BENCH_TIMEOUT:-300} $BUILD/cols_wide_probe 2>&1 | tee "$OUT/wide_probe.txt"
   exit 0
 fi
 

@@ -1,0 +1,383 @@
+// A measurement, not part of the backend (issue 5, thirty-second session; docs/benchmarks.md):
+// cols tiles of one warp each, V columns a lane. The backend's cols tile stacks a block's warps
+// along the scan dim, so a block reads 32 columns (128 bytes) per step, rows C floats apart, and
+// folds its warps through shared memory behind two barriers. Here a tile is one warp: R steps x
+// 32 V columns, lane l holding V adjacent columns (one V-wide access per step), scanned serially
+// per lane. A block's warps take adjacent column groups at the same chunk, so a block reads
+// 32 V x warps contiguous floats per step, and each lane chains its own columns across tiles by
+// a deterministic windowed look-back (prefix of chunk c = P(ws - 1) o A(ws) o .. o A(c - 1),
+// ws = c rounded down to W; only window ends publish P) on tagged 64-bit words (value | epoch),
+// so no barrier, fence or shared memory anywhere. f32 sum or the affine scan (h = a h' + b),
+// layout [O][T][C], C a multiple of 32 V. Timed as bench/gpu_bench.cu times (a spin kernel
+// queued first), against a device-to-device copy of 2^28 floats and one of the same bytes;
+// every configuration is checked bitwise against a host scan in the same order.
+// Built and run by `WIDE_PROBE=1 scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++20 -arch=sm_90
+// bench/cols_wide_probe.cu -o probe && ./probe
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "cols_probe_check.h"
+#include "gpu_timing.cuh"
+
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned u32;
+
+template <int V> struct Vec;
+template <> struct Vec<1> { typedef float T; };
+template <> struct Vec<2> { typedef float2 T; };
+template <> struct Vec<4> { typedef float4 T; };
+template <int V> __device__ __forceinline__ void load_v(const float* p, float (&v)[V]) {
+    if constexpr (V == 1) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v[0]) : "l"(p));
+    if constexpr (V == 2) asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v[0]), "=f"(v[1]) : "l"(p));
+    if constexpr (V == 4)
+        asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "l"(p));
+}
+template <int V> __device__ __forceinline__ void store_v(float* p, const float (&v)[V]) {
+    typename Vec<V>::T t;
+    std::memcpy(&t, v, sizeof t);
+    *reinterpret_cast<typename Vec<V>::T*>(p) = t;
+}
+__device__ __forceinline__ u64 ld_word(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_word(u64* p, u64 v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 tag(float f, unsigned epoch) { return (u64)epoch << 32 | __float_as_uint(f); }
+
+// A column's state: sum (NIN 1) keeps h; affine keeps the map h -> a h + b.
+template <int NIN> struct St {
+    float a, b;
+    static __device__ __forceinline__ St combine(St x, St y) {  // x earlier
+        if (NIN == 1) return {0.f, __fadd_rn(x.b, y.b)};
+        return {__fmul_rn(x.a, y.a), __fadd_rn(__fmul_rn(y.a, x.b), y.b)};
+    }
+};
+__host__ __device__ constexpr int words(int nin) { return nin; }  // tagged words per column state
+
+template <int NIN> __device__ __forceinline__ St<NIN> item(float a, float b) { return NIN == 1 ? St<NIN>{0.f, a} : St<NIN>{a, b}; }
+// A lane's run: R steps (nv of them valid) of its V columns from element `at`, rows C apart.
+template <int NIN, int V, int R>
+__device__ __forceinline__ void load_run(const float* in0, const float* in1, i64 at, i64 C, int nv, float (&va)[R][V],
+                                         float (&vb)[R][V]) {
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+        if (k < nv) {
+            load_v<V>(in0 + at + k * C, va[k]);
+            if (NIN == 2) load_v<V>(in1 + at + k * C, vb[k]);
+        }
+}
+// The run's scan from `run` (where has[q]; else from its first item), stored as it goes.
+template <int NIN, int V, int R>
+__device__ __forceinline__ void scan_store_run(float* out, i64 C, int nv, const float (&va)[R][V], const float (&vb)[R][V],
+                                               St<NIN> (&run)[V], bool (&has)[V]) {
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+        if (k < nv) {
+            float h[V];
+#pragma unroll
+            for (int q = 0; q < V; ++q) {
+                const St<NIN> e = item<NIN>(va[k][q], vb[k][q]);
+                run[q] = has[q] ? St<NIN>::combine(run[q], e) : e;
+                has[q] = true;
+                h[q] = run[q].b;
+            }
+            store_v<V>(out + k * C, h);
+        }
+}
+// A state as NW tagged words at word(0) .. word(NW - 1), and back.
+template <int NIN, class At> __device__ __forceinline__ void publish(At word, St<NIN> s, unsigned epoch) {
+    if (NIN == 2) st_word(word(0), tag(s.a, epoch));
+    st_word(word(words(NIN) - 1), tag(s.b, epoch));
+}
+template <int NIN> __device__ __forceinline__ St<NIN> untag(const u64* w) {
+    return St<NIN>{NIN == 2 ? __uint_as_float((u32)w[0]) : 0.f, __uint_as_float((u32)w[words(NIN) - 1])};
+}
+// Polls until each of the N words (first loads already in w; word(i) its address) carries this
+// launch's epoch.
+template <int N, class At> __device__ __forceinline__ void wait_tagged(u64 (&w)[N], unsigned epoch, At word) {
+    for (int ns = 32;; ns = ns < 256 ? 2 * ns : ns) {
+        bool ready = true;
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            if ((unsigned)(w[i] >> 32) != epoch) ready = false, w[i] = ld_word(word(i));
+        if (ready) return;
+        __nanosleep(ns);
+    }
+}
+
+// MODE: 0 no look-back (the results are wrong: what the tiles reach alone), 1 the look-back.
+template <int NIN, int V, int R, int W, int WARPS, int MINB, int MODE>
+__global__ void __launch_bounds__(WARPS * 32, MINB)
+    wide_cols(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, i64 O, i64 T, i64 C,
+              u64* __restrict__ status, unsigned epoch) {
+    typedef St<NIN> S;
+    constexpr int NW = words(NIN), LW = V * NW;  // tagged words a lane publishes per state kind
+    const int lane = threadIdx.x % 32;
+    const i64 groups = C / (32 * V), lines = O * groups, chunks = (T + R - 1) / R;
+    const i64 tile = (i64)blockIdx.x * WARPS + threadIdx.x / 32;
+    if (tile >= lines * chunks) return;
+    const i64 chunk = tile / lines, line = tile % lines, o = line / groups, g = line % groups;
+    const i64 t0 = chunk * R;
+    const int nv = T - t0 >= R ? R : (int)(T - t0);
+    const i64 at0 = (o * T + t0) * C + g * 32 * V + lane * V;
+    float va[R][V], vb[R][V];
+    load_run<NIN, V, R>(in0, in1, at0, C, nv, va, vb);
+    auto item_at = [&](int k, int q) { return item<NIN>(va[k][q], vb[k][q]); };
+    S pre[V];
+    bool has_pre = false;
+    if (MODE > 0 && chunks > 1) {
+        S agg[V];
+#pragma unroll
+        for (int q = 0; q < V; ++q) {
+            agg[q] = item_at(0, q);
+#pragma unroll
+            for (int k = 1; k < R; ++k)
+                if (k < nv) agg[q] = S::combine(agg[q], item_at(k, q));
+        }
+        // A words: lines x chunks x 32 lanes x LW; then P words, the same.
+        u64* const a_words = status;
+        u64* const p_words = status + (u64)lines * chunks * 32 * LW;
+        auto word_at = [&](u64* base, i64 c, int q, int j) { return base + ((u64)(line * chunks + c) * 32 + lane) * LW + q * NW + j; };
+        auto publish_all = [&](u64* base, i64 c, const S (&s)[V]) {
+#pragma unroll
+            for (int q = 0; q < V; ++q) publish<NIN>([&](int j) { return word_at(base, c, q, j); }, s[q], epoch);
+        };
+        if (chunk + 1 < chunks && chunk % W != W - 1) publish_all(a_words, chunk, agg);  // a window end's A is never read
+        if (chunk > 0) {
+            const i64 ws = chunk / W * W;
+            const int n = (int)(chunk - ws);  // aggregates to fold after P(ws - 1)
+            // word i = (j V + q) NW + w: j = 0 is P(ws - 1), j >= 1 is A(ws + j - 1)
+            auto word = [&](int i) {
+                const int j = i / LW, q = i / NW % V, w = i % NW;
+                return j == 0 ? word_at(p_words, ws - 1, q, w) : word_at(a_words, ws + j - 1, q, w);
+            };
+            u64 wv[W * LW];
+#pragma unroll
+            for (int i = 0; i < W * LW; ++i) wv[i] = (i < LW ? ws > 0 : i / LW <= n) ? ld_word(word(i)) : (u64)epoch << 32;
+            wait_tagged(wv, epoch, word);
+#pragma unroll
+            for (int q = 0; q < V; ++q) {
+                auto state = [&](int j) { return untag<NIN>(wv + (j * V + q) * NW); };
+                bool h = ws > 0;
+                if (h) pre[q] = state(0);
+#pragma unroll
+                for (int j = 1; j < W; ++j)
+                    if (j <= n) pre[q] = h ? S::combine(pre[q], state(j)) : state(j), h = true;
+            }
+            has_pre = true;
+            if (chunk % W == W - 1 && chunk + 1 < chunks) {
+                S incl[V];
+#pragma unroll
+                for (int q = 0; q < V; ++q) incl[q] = S::combine(pre[q], agg[q]);
+                publish_all(p_words, chunk, incl);
+            }
+        } else if (chunk % W == W - 1) {  // chunk 0 ends a window only when W is 1
+            publish_all(p_words, chunk, agg);
+        }
+    }
+    // The tile's scan from its prefix, stored as it goes.
+    S run[V];
+    bool has[V];
+#pragma unroll
+    for (int q = 0; q < V; ++q) has[q] = has_pre, run[q] = pre[q];
+    scan_store_run<NIN, V, R>(out + at0, C, nv, va, vb, run, has);
+}
+
+// Stacked tiles: a block's WARPS warps stacked along the scan dim, each R steps of the same 32 V
+// columns (one line), so a tile is WARPS R steps tall and its look-back covers that many steps
+// per window entry. The warps' aggregates meet in shared memory; the window's words (P(ws - 1),
+// A(ws) .. A(c - 1), each 32 V columns x NW) are loaded by every thread of the block, column
+// t % 32 V, entries t / 32 V apart, and folded in order by one thread per column.
+template <int NIN, int V, int R, int WARPS, int W, int MINB, bool LOOKBACK>
+__global__ void __launch_bounds__(WARPS * 32, MINB)
+    stacked_cols(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, i64 O, i64 T,
+                 i64 C, u64* __restrict__ status, unsigned epoch) {
+    typedef St<NIN> S;
+    constexpr int NW = words(NIN), COLS = 32 * V, STRIDE = WARPS * 32 / COLS;  // threads per column
+    constexpr int PER = (W + STRIDE - 1) / STRIDE;  // window entries a thread loads
+    __shared__ S s_agg[WARPS][COLS];
+    __shared__ u32 s_win[W][NW][COLS];
+    __shared__ S s_pre[COLS];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const i64 groups = C / COLS, lines = O * groups, chunks = (T + (i64)WARPS * R - 1) / ((i64)WARPS * R);
+    const i64 chunk = blockIdx.x / lines, line = blockIdx.x % lines, o = line / groups, g = line % groups;
+    const i64 t0 = chunk * WARPS * R + (i64)warp * R;
+    const int nv = t0 >= T ? 0 : (T - t0 >= R ? R : (int)(T - t0));
+    const i64 at0 = (o * T + t0) * C + g * COLS + lane * V;
+    float va[R][V], vb[R][V];
+    load_run<NIN, V, R>(in0, in1, at0, C, nv, va, vb);
+    auto item_at = [&](int k, int q) { return item<NIN>(va[k][q], vb[k][q]); };
+#pragma unroll
+    for (int q = 0; q < V; ++q) {
+        S agg = nv > 0 ? item_at(0, q) : S{1.f, 0.f};  // an empty run (past the end) folds as identity
+#pragma unroll
+        for (int k = 1; k < R; ++k)
+            if (k < nv) agg = S::combine(agg, item_at(k, q));
+        s_agg[warp][lane * V + q] = agg;
+    }
+    __syncthreads();
+    const int col = threadIdx.x % COLS, slot = threadIdx.x / COLS;
+    const bool has_pre = LOOKBACK && chunk > 0;
+    if (LOOKBACK && chunks > 1) {
+        u64* const a_words = status;
+        u64* const p_words = status + (u64)lines * chunks * COLS * NW;
+        auto word_at = [&](u64* base, i64 c, int w) { return base + ((u64)(line * chunks + c) * NW + w) * COLS + col; };
+        const i64 ws = chunk / W * W;
+        const int n = (int)(chunk - ws);
+        S tagg{};
+        if (slot == 0) {
+            tagg = s_agg[0][col];
+#pragma unroll
+            for (int w = 1; w < WARPS; ++w) tagg = S::combine(tagg, s_agg[w][col]);
+            if (chunk + 1 < chunks && chunk % W != W - 1) publish<NIN>([&](int w) { return word_at(a_words, chunk, w); }, tagg, epoch);
+        }
+        if (chunk > 0) {
+            // entry e = 0 is P(ws - 1), e >= 1 is A(ws + e - 1); this thread's are slot + STRIDE i
+            // word i = k NW + w of entry e = slot + STRIDE k
+            auto word = [&](int i) {
+                const int e = slot + STRIDE * (i / NW), w = i % NW;
+                return e == 0 ? word_at(p_words, ws - 1, w) : word_at(a_words, ws + e - 1, w);
+            };
+            u64 wv[PER * NW];
+#pragma unroll
+            for (int i = 0; i < PER * NW; ++i) {
+                const int e = slot + STRIDE * (i / NW);
+                wv[i] = (e == 0 ? ws > 0 : e <= n && e < W) ? ld_word(word(i)) : (u64)epoch << 32;
+            }
+            wait_tagged(wv, epoch, word);
+#pragma unroll
+            for (int i = 0; i < PER * NW; ++i)
+                if (slot + STRIDE * (i / NW) < W) s_win[slot + STRIDE * (i / NW)][i % NW][col] = (u32)wv[i];
+        }
+        __syncthreads();
+        if (slot == 0) {
+            S pre = tagg;
+            if (chunk > 0) {
+                auto entry = [&](int e) { return S{NIN == 2 ? __uint_as_float(s_win[e][0][col]) : 0.f, __uint_as_float(s_win[e][NW - 1][col])}; };
+                bool h = ws > 0;
+                if (h) pre = entry(0);
+                for (int e = 1; e <= n; ++e) pre = h ? S::combine(pre, entry(e)) : entry(e), h = true;
+                s_pre[col] = pre;
+                pre = S::combine(pre, tagg);
+            }
+            if (chunk % W == W - 1 && chunk + 1 < chunks) publish<NIN>([&](int w) { return word_at(p_words, chunk, w); }, pre, epoch);
+        }
+        __syncthreads();
+    }
+    S run[V];
+    bool has[V];
+#pragma unroll
+    for (int q = 0; q < V; ++q) {
+        has[q] = has_pre;
+        if (has_pre) run[q] = s_pre[lane * V + q];
+        for (int w = 0; w < warp; ++w) run[q] = has[q] ? S::combine(run[q], s_agg[w][lane * V + q]) : s_agg[w][lane * V + q], has[q] = true;
+    }
+    scan_store_run<NIN, V, R>(out + at0, C, nv, va, vb, run, has);
+}
+
+struct Case { const char* name; int nin; i64 O, T, C; };
+static const char* kModes[] = {"no look-back", "look-back"};
+
+// The look-back reassociates: sums of small integers are exact in any order, so they compare
+// bitwise; the affine scan within 1e-4 (1 + |h|).
+static size_t mismatches(const float* x, const float* y, const float* z, const Case& c) {
+    return cols_scan_mismatches(x, y, z, c.O, c.T, c.C, c.nin, c.nin == 1 ? 0.f : 1e-4f);
+}
+
+static u64* g_status;
+static unsigned g_epoch = 0;
+
+// Seconds of one configuration, and its mismatches against the host scan (look-back runs only:
+// the others' results are wrong by design).
+template <int NIN, int V, int R, int W, int WARPS, int MINB, int MODE>
+static double run(const float* x, const float* y, float* z, const Case& c, size_t& bad) {
+    const i64 lines = c.O * c.C / (32 * V), chunks = (c.T + R - 1) / R, tiles = lines * chunks;
+    const unsigned blocks = (unsigned)((tiles + WARPS - 1) / WARPS);
+    auto op = [&](cudaStream_t s) {
+        wide_cols<NIN, V, R, W, WARPS, MINB, MODE><<<blocks, WARPS * 32, 0, s>>>(x, y, z, c.O, c.T, c.C, g_status, ++g_epoch);
+    };
+    const double t = time_median(op, 0);
+    BENCH_CHECK(cudaDeviceSynchronize());
+    bad = MODE ? mismatches(x, y, z, c) : 0;
+    return t;
+}
+
+template <int NIN, int V, int R, int WARPS, int W, int MINB, bool LB>
+static double run_stacked(const float* x, const float* y, float* z, const Case& c, size_t& bad) {
+    const i64 lines = c.O * c.C / (32 * V), chunks = (c.T + WARPS * R - 1) / (WARPS * R);
+    auto op = [&](cudaStream_t s) {
+        stacked_cols<NIN, V, R, WARPS, W, MINB, LB><<<(unsigned)(lines * chunks), WARPS * 32, 0, s>>>(x, y, z, c.O, c.T, c.C, g_status, ++g_epoch);
+    };
+    const double t = time_median(op, 0);
+    BENCH_CHECK(cudaDeviceSynchronize());
+    bad = LB ? mismatches(x, y, z, c) : 0;
+    return t;
+}
+
+int main() {
+    const size_t big = (size_t)1 << 28;
+    float *x, *y, *z;
+    BENCH_CHECK(cudaMalloc(&x, big * 4));
+    BENCH_CHECK(cudaMalloc(&y, big * 4));
+    BENCH_CHECK(cudaMalloc(&z, big * 4));
+    BENCH_CHECK(cudaMalloc(&g_status, (size_t)1 << 30));
+    BENCH_CHECK(cudaMemset(g_status, 0, (size_t)1 << 30));
+    float* ints;  // the sum's input: integers 0 .. 3, so that every association gives the same bits
+    BENCH_CHECK(cudaMalloc(&ints, big * 4));
+    {  // affine: a in [0.5, 1), b in [-1, 1)
+        std::vector<float> h(big);
+        unsigned s = 1;
+        for (int k = 0; k < 3; ++k) {
+            for (size_t i = 0; i < big; ++i) {
+                s = s * 1664525u + 1013904223u;
+                h[i] = k == 0 ? 0.5f + (s >> 9) * (0.5f / (1 << 23)) : k == 1 ? -1.f + (s >> 9) * (2.f / (1 << 23)) : (float)(s >> 30);
+            }
+            BENCH_CHECK(cudaMemcpy(k == 0 ? x : k == 1 ? y : ints, h.data(), big * 4, cudaMemcpyHostToDevice));
+        }
+    }
+    auto copy_seconds = [&](size_t bytes) {
+        return time_median([&](cudaStream_t s) { BENCH_CHECK(cudaMemcpyAsync(z, x, bytes, cudaMemcpyDeviceToDevice, s)); }, 0);
+    };
+    const double copy_bw = 2.0 * big * 4 / copy_seconds(big * 4);
+    std::printf("copy of 2^28 f32: %.0f GB/s\n", copy_bw / 1e9);
+    const Case cases[] = {{"affine (2,4096,1024) dim 1", 2, 2, 4096, 1024}, {"sum 4096x8192 dim 0", 1, 1, 4096, 8192},
+                          {"affine (4,4096,256) dim 1", 2, 4, 4096, 256}, {"affine 4096x8192 dim 0", 2, 1, 4096, 8192}};
+    for (const Case& c : cases) {
+        const double bytes = (double)(c.nin + 1) * c.O * c.T * c.C * 4;
+        std::printf("%s: a copy of the same bytes %.1f%% of the big copy\n", c.name,
+                    100.0 * bytes / copy_seconds((size_t)(bytes / 2)) / copy_bw);
+#define TRY(V, R, W, WARPS, MINB, MODE)                                                                          \
+    {                                                                                                          \
+        size_t bad = 0;                                                                                        \
+        const double t = c.nin == 1 ? run<1, V, R, W, WARPS, MINB, MODE>(ints, y, z, c, bad)                     \
+                                    : run<2, V, R, W, WARPS, MINB, MODE>(x, y, z, c, bad);                       \
+        std::printf("  V=%d R=%-2d W=%-2d warps=%d minb=%d %-12s %7.1f us %5.1f%% of copy  %zu differ\n", V, R, W, \
+                    WARPS, MINB, kModes[MODE], t * 1e6, 100.0 * bytes / t / copy_bw, bad);     \
+    }
+        TRY(4, 16, 1, 8, 1, 0) TRY(4, 8, 1, 8, 2, 0) TRY(1, 32, 1, 8, 2, 0) TRY(4, 4, 1, 8, 4, 0)
+        TRY(4, 16, 4, 8, 1, 1) TRY(1, 32, 8, 8, 2, 1)
+#undef TRY
+#define TRY(V, R, WARPS, W, MINB, LB)                                                                       \
+    {                                                                                                       \
+        size_t bad = 0;                                                                                     \
+        const double t = c.nin == 1 ? run_stacked<1, V, R, WARPS, W, MINB, LB>(ints, y, z, c, bad)          \
+                                    : run_stacked<2, V, R, WARPS, W, MINB, LB>(x, y, z, c, bad);            \
+        std::printf("  stacked V=%d R=%-2d warps=%-2d W=%-2d minb=%d %-12s %7.1f us %5.1f%% of copy  %zu differ\n", V, R, \
+                    WARPS, W, MINB, LB ? "look-back" : "no look-back", t * 1e6, 100.0 * bytes / t / copy_bw, bad);     \
+    }
+        TRY(4, 4, 8, 16, 4, false) TRY(4, 4, 8, 16, 3, true) TRY(4, 4, 8, 32, 3, true) TRY(4, 4, 16, 16, 2, true)
+        TRY(4, 8, 8, 16, 2, true) TRY(4, 8, 8, 8, 2, true) TRY(4, 16, 4, 16, 2, true) TRY(4, 2, 16, 16, 3, true)
+        TRY(2, 8, 8, 16, 3, true) TRY(4, 8, 16, 16, 1, true) TRY(2, 16, 8, 32, 1, true) TRY(2, 4, 16, 32, 2, true)
+        TRY(2, 8, 16, 32, 2, true) TRY(2, 8, 16, 32, 2, false)
+#undef TRY
+    }
+    return 0;
+}
