@@ -8,6 +8,7 @@
 // memory happen outside the bytecode (run_stage.cpp), once per tile.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -265,6 +266,19 @@ struct SegProgram {
 // The levels a span's total pairs its vectors up (SegLocal::scan_span): 16 vectors into one, a
 // fifth of the row scan's ops a vector.
 inline constexpr int kSpanFold = 4;
+// The vector registers the row scan's machine code (RowScanCode, seg_jit.cpp) takes before a
+// fold: one per constant and per register an op writes (the program's values), three a leaf
+// (input, its left neighbour, carry), and scratch: two, and with AVX-512 (`wide`) the last
+// lane's index and a zero. A fold adds the pairs' two lane indices and one a level and leaf.
+// The interpreter folds by the same levels, so the same bits with or without machine code.
+inline int row_scan_registers(const SegProgram& p, bool wide) {
+    std::vector<int> values;
+    for (auto [r, v] : p.consts) values.push_back(r);
+    for (const SegOp& o : p.ops) values.push_back(o.dst);
+    std::sort(values.begin(), values.end());
+    const auto distinct = std::unique(values.begin(), values.end()) - values.begin();
+    return static_cast<int>(distinct) + 3 * p.leaves + (wide ? 4 : 2);
+}
 // Rows rows[0..n) of `vectors` vectors each (ops_row_scan.inc), by row_jit where compiled.
 using RowScanFn = void (*)(const SegProgram& p, RowScanArgs* rows, int n, std::int64_t vectors);
 

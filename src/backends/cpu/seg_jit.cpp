@@ -202,7 +202,7 @@ public:
         // Scratch t0, t1; AVX-512 also holds the last lane's index and a zero for its shifts.
         // A fold (SegProgram::row_fold, totals only): the pairs' lane indices, and per level
         // and leaf the first half's vector.
-        const int fold = p.row_fold, scratch = base + 3 * leaves + (kWide ? 4 : 2);
+        const int fold = p.row_fold, scratch = row_scan_registers(p, kWide);  // = base + 3 leaves + scratch
         if (fold > 0 && (!kWide || stored != 0)) return;
         if (scratch + (fold > 0 ? 2 + fold * leaves : 0) > kRegs) return;
         const V t0(base + 3 * leaves), t1(base + 3 * leaves + 1);

@@ -45,15 +45,11 @@ int operand_count(SegOp::Kind kind) {
     return kind == SegOp::Copy ? 1 : kind == SegOp::MulAdd || kind == SegOp::AddMul ? 3 : 2;
 }
 
-// The pairing levels (up to kSpanFold) of a span's total whose registers the row scan's machine
-// code holds in AVX-512's 32 (RowScanCode): the program's constants and results, 3 a leaf, 4
-// scratch, 2 lane indices, then one a level and leaf. The interpreter takes the same levels,
-// so the same bits, with or without machine code.
+// The pairing levels a span's total takes (SegProgram::row_fold): as many as fit in AVX-512's
+// registers beside the row scan's own (row_scan_registers), up to kSpanFold.
 int span_fold(const SegProgram& p) {
-    std::set<int> regs;
-    for (auto [r, v] : p.consts) regs.insert(r);
-    for (const SegOp& o : p.ops) regs.insert(o.dst);
-    const int spare = 32 - static_cast<int>(regs.size()) - 3 * p.leaves - 4 - 2;
+    constexpr int kZmmRegisters = 32;
+    const int spare = kZmmRegisters - row_scan_registers(p, true) - 2;
     return std::clamp(spare / std::max(p.leaves, 1), 0, kSpanFold);
 }
 
