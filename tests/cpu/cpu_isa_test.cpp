@@ -145,14 +145,18 @@ TEST(CpuIsa, SixteenLaneKernelGivesTheEightLaneKernelsBitsInFixUpsAndRows) {
 // The op for `key` over lanes [l0, l1) of random operands (broadcast ones, where key.bcast
 // says, holding `s`), its destination `shift` elements past a 64-byte boundary; the destination's
 // raw bits, and for a tee op (key.tee: dst a register, the tee row that destination) then dst's.
+// `tiny`: f32 operands of any binade down to the subnormals (so that products and inputs are
+// often subnormal), and the op run with Frame::f64_products as `f64_products` says.
 template <typename T>
-std::vector<T> run_op(cpu::OpFn fn, T s, int l0, int l1, int shift, cpu::OpKey key, std::uint64_t seed) {
+std::vector<T> run_op(cpu::OpFn fn, T s, int l0, int l1, int shift, cpu::OpKey key, std::uint64_t seed,
+                      bool tiny = false, bool f64_products = false) {
     std::mt19937_64 rng(seed);
     constexpr int kLanes = 600;
     std::vector<T> reg[3];
+    std::uniform_int_distribution<int> binade(-160, 20);
     for (auto& r : reg) {
         r.resize(kLanes);
-        for (T& v : r) v = static_cast<T>(any_value(rng));
+        for (T& v : r) v = static_cast<T>(tiny ? std::ldexp(any_value(rng), binade(rng)) : any_value(rng));
     }
     for (int k = 0; k < 3; ++k)
         if (key.bcast & (1 << k)) reg[k][0] = s;
@@ -163,6 +167,7 @@ std::vector<T> run_op(cpu::OpFn fn, T s, int l0, int l1, int shift, cpu::OpKey k
     T* d = dst[0].v + shift;
     std::vector<T> carry(kLanes, T(0));
     cpu::Frame f;
+    f.f64_products = f64_products;
     for (auto& r : reg) f.ptrs.push_back(reinterpret_cast<std::byte*>(r.data()));
     f.ptrs.push_back(reinterpret_cast<std::byte*>(key.tee ? carry.data() : d));
     cpu::Instr in{fn, 3, 0, 1, 2};
@@ -287,6 +292,39 @@ TEST(CpuIsa, WideTeeAndStreamingArithmeticGiveTheAvx2OpsBitsInEveryRow) {
     }
     // A tee of broadcast operands has no variant at either level.
     EXPECT_EQ(cpu::lookup_op({OpKind::Binary, Op::Add, DType::F32, DType::F32, false, 1, true}), nullptr);
+}
+
+// A tile that follows one which met subnormals multiplies through f64 (Frame::f64_products, set
+// by Worker::run): every f32 op with a product gives the f32 multiply's bits either way, on
+// operands from every binade down to the subnormals, in each ISA's table (plain, streaming and
+// tee variants; NaNs compare as NaN).
+TEST(CpuIsa, ProductsThroughF64GiveTheF32MultiplysBits) {
+    using cpu::OpKind;
+    std::uint64_t seed = 640;
+    std::vector<cpu::OpFn (*)(const cpu::OpKey&)> tables = {&cpu::lookup_op_baseline};
+    if (cpu::cpu_isa() != Isa::Baseline) tables.push_back(&cpu::lookup_op_avx2);
+    if (wide_in_use()) tables.push_back(&cpu::lookup_lanes_avx512);
+    for (auto table : tables)
+        for (OpKind kind : {OpKind::Binary, OpKind::MulAdd, OpKind::AddMul})
+            for (auto [stream, tee] : {std::pair{false, false}, {true, false}, {false, true}}) {
+                cpu::OpKey key{kind, Op::Mul, DType::F32, DType::F32, stream, 0, tee};
+                if (kind != OpKind::Binary) key.op = Op::Add;
+                cpu::OpFn fn = table(key);
+                if (!fn) continue;  // the baseline table has no streaming or tee variants
+                for (auto [l0, l1] : {std::pair{0, 64}, {0, 512}, {3, 597}, {5, 6}}) {
+                    ++seed;
+                    std::vector<float> plain = run_op<float>(fn, 0.f, l0, l1, 3, key, seed, true, false);
+                    std::vector<float> f64 = run_op<float>(fn, 0.f, l0, l1, 3, key, seed, true, true);
+                    int differ = 0, subnormal = 0;
+                    for (std::size_t i = 0; i < plain.size(); ++i) {
+                        differ += std::memcmp(&plain[i], &f64[i], 4) != 0 && !(std::isnan(plain[i]) && std::isnan(f64[i]));
+                        subnormal += std::fpclassify(plain[i]) == FP_SUBNORMAL;
+                    }
+                    EXPECT_EQ(differ, 0) << "kind " << int(kind) << " stream " << stream << " tee " << tee << " lanes ["
+                                         << l0 << ", " << l1 << ")";
+                    if (l1 - l0 > 100) EXPECT_GT(subnormal, 0) << "the operands give no subnormal product";
+                }
+            }
 }
 
 }  // namespace

@@ -55,6 +55,9 @@ struct Frame {
     // Captured loads read memory directly: per input slot, base pointer and per-lane offsets.
     std::vector<const std::byte*> in_base;
     std::vector<const std::int64_t*> lane_off;
+    // f32 products through f64 (mul_f64, ops_vec.inc: the same bits): set by Worker::run for a
+    // tile when the one before it met subnormals, whose products take microcode assists.
+    bool f64_products = false;
 
     template <typename T>
     T* reg(int r) const {

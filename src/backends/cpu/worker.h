@@ -18,6 +18,10 @@
 #include "stream_store.h"
 #include "tile_moves.h"
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 namespace scanc::cpu {
 
 // Lanes per bytecode dispatch: wide enough that an instruction's call and loop setup amortize
@@ -111,6 +115,22 @@ struct LaneValues {
 // Local: a scan without carries whose carries (every leaf, compute dtype) go to the local
 // buffers given by Worker::set_local instead of the outputs (phase 1 of a fix-up split).
 enum class Mode { Map, Reduce, Scan, Local };
+
+// The SSE status flags of a denormal operand (DE) and of underflow (UE): whether the ops since
+// the flags were cleared met subnormals, which take microcode assists in f32 multiplies; the
+// next tile then multiplies through f64 (Frame::f64_products). Elsewhere than x86-64, never.
+inline void clear_fp_flags() {
+#if defined(__x86_64__)
+    _mm_setcsr(_mm_getcsr() & ~0x3fu);
+#endif
+}
+inline bool fp_flags_met_subnormals() {
+#if defined(__x86_64__)
+    return (_mm_getcsr() & 0x12u) != 0;
+#else
+    return false;
+#endif
+}
 
 // One thread's registers, tiles and lane offsets.
 class Worker {
@@ -249,6 +269,9 @@ public:
         std::int64_t tile = tile_;
         if (serial && in_place) tile = 1 << 20;
         for (std::int64_t t0 = 0; t0 < steps; t0 += tile) {
+            if (t0 > 0) subnormals_ = fp_flags_met_subnormals();  // the tile before this one's
+            f_.f64_products = subnormals_;
+            clear_fp_flags();
             int len = static_cast<int>(std::min<std::int64_t>(tile, steps - t0));
             for (std::size_t s = 0; s < L_.in.size(); ++s) {
                 const Slot& slot = L_.in[s];
@@ -326,6 +349,7 @@ public:
                                  slot.step, t0, len, out_contig_[o], out_stride_[o]);
             }
         }
+        subnormals_ = fp_flags_met_subnormals();
         if (stream || (rows && L_.stream)) stream_fence();
     }
 
@@ -722,6 +746,7 @@ private:
     std::unique_ptr<std::byte[], AlignedDelete> regs_;
     std::byte* scratch_ = nullptr;  // 5 registers per leaf after the code's registers
     int flip_ = 0;                  // which carry scratch the next step writes
+    bool subnormals_ = false;       // the last tile run met subnormals (fp_flags_met_subnormals)
     std::vector<std::byte*> spill_;  // per leaf: output row to copy the carry to, or null
     std::vector<std::byte*> fold_saved_;  // carry, x, next pointers while folding
     bool folding_ = false;
