@@ -13,6 +13,11 @@
 // tiles and buffers) and reuses it when the next run's inputs have the same dtypes, sizes and
 // strides, thread count and `ordered`: a small scan run repeatedly pays no setup per call.
 // Runs of one executable from several threads at once stay safe (one of them sets up afresh).
+//
+// On x86-64 a run reads and clears the SSE exception status flags (MXCSR) of the threads that
+// do its work, the calling thread among them: a block whose ops met subnormal floats makes the
+// next block's f32 products go through f64 (the same bits, no microcode assists). Read any
+// flags of your own before a run.
 #pragma once
 
 #include "scanc/runtime/backend.h"
