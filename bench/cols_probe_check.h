@@ -1,6 +1,7 @@
-// The cols probes' check (bench/cols_walk_probe.cu, bench/cols_wide_probe.cu): a result of
-// layout [O][T][C] on the device against a host scan along T in the same order, with no
-// contraction on either side. Sum (nin 1) of x, or the affine scan h = a h' + b of (x, y).
+// The cols probes' inputs and check (bench/cols_walk_probe.cu, bench/cols_wide_probe.cu,
+// bench/cols_pipe_probe.cu): the device arrays they scan, and a result of layout [O][T][C] on
+// the device against a host scan along T in the same order, with no contraction on either
+// side. Sum (nin 1) of x, or the affine scan h = a h' + b of (x, y).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,4 +33,27 @@ inline size_t cols_scan_mismatches(const float* x, const float* y, const float* 
             }
         }
     return bad;
+}
+
+// n floats each on the device: x (the affine scan's a, in [0.5, 1)), y (its b, in [-1, 1)),
+// ints (the sum's input: integers 0 .. 3, so that every association gives the same bits) and z
+// (the result), all from one fixed generator.
+struct ColsProbeInputs { float *x, *y, *ints, *z; };
+inline ColsProbeInputs cols_probe_inputs(size_t n) {
+    ColsProbeInputs in{};
+    std::vector<float> h(n);
+    unsigned s = 1;
+    for (float** p : {&in.x, &in.y, &in.ints, &in.z}) {
+        if (cudaMalloc(p, n * 4) != cudaSuccess) {
+            std::printf("cudaMalloc failed for the probe's inputs\n");
+            std::exit(1);
+        }
+        if (p == &in.z) break;
+        for (size_t i = 0; i < n; ++i) {
+            s = s * 1664525u + 1013904223u;
+            h[i] = p == &in.x ? 0.5f + (s >> 9) * (0.5f / (1 << 23)) : p == &in.y ? -1.f + (s >> 9) * (2.f / (1 << 23)) : (float)(s >> 30);
+        }
+        cudaMemcpy(*p, h.data(), n * 4, cudaMemcpyHostToDevice);
+    }
+    return in;
 }

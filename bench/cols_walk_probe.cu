@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cols_probe_check.h"
+#include "cols_probe_tma.cuh"
 
 #define CK(x)                                                                          \
     do {                                                                               \
@@ -41,31 +42,12 @@ enum Feed { kRows, kCpAsync, kTma, kNoStore, kTmaOut, kSplit };
 static const char* kFeedNames[] = {"rows", "cpasync", "tma", "nostore", "tmaout", "split"};
 constexpr int kFeeds = 6;
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(unsigned long long* b) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(b)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(unsigned long long* b, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {
-    asm volatile("{\n .reg .pred p;\n WAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT_%=;\n}\n"
-                 ::"r"(smem_addr(b)), "r"(parity) : "memory");
-}
 __device__ __forceinline__ void bulk_row(void* dst, const void* src, unsigned bytes, unsigned long long* b) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b)) : "memory");
 }
 __device__ __forceinline__ void cp16(void* dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* m, int c0, int c1, int c2, unsigned long long* b) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 ::"r"(smem_addr(dst)), "l"(m), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(b)) : "memory");
-}
-__device__ __forceinline__ void tma_store(const CUtensorMap* m, int c0, int c1, int c2, const void* src) {
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 ::"l"(m), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(src)) : "memory");
 }
 // cp.async.wait_group takes an immediate: wait until at most n of this thread's groups are pending.
 __device__ __forceinline__ void cp_wait(int n) {
@@ -86,12 +68,6 @@ struct Maps { CUtensorMap in[2], out; };  // [C, T, O], boxes of [L, S, 1]
 // Shared memory per warp: D stages of S x L floats per input, D mbarriers, two output stages.
 template <int NIN, int L, int S, int D>
 __host__ __device__ constexpr size_t warp_smem() { return (size_t)D * S * L * 4 * NIN + 128 * D + 2 * S * L * 4; }
-
-// Aligned by an offset from the shared array itself (not through an integer cast), so that the
-// compiler keeps its address space: ld.shared, not generic loads.
-__device__ __forceinline__ unsigned char* aligned_smem(unsigned char* raw) {
-    return raw + ((1024u - (smem_addr(raw) & 1023u)) & 1023u);
-}
 
 // Warp w of the block walks line blockIdx.x * warps + w: columns g L .. g L + L - 1 of batch o
 // (C a multiple of L, T of S).
@@ -269,22 +245,6 @@ struct Case {
     i64 O, T, C;
 };
 
-typedef CUresult (*EncodeFn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
-                             const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                             CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-static EncodeFn encode = nullptr;
-
-static void make_map(CUtensorMap* m, const float* p, const Case& c, int L, int S) {
-    cuuint64_t dims[3] = {(cuuint64_t)c.C, (cuuint64_t)c.T, (cuuint64_t)c.O};
-    cuuint64_t strides[2] = {(cuuint64_t)c.C * 4, (cuuint64_t)(c.C * c.T * 4)};
-    cuuint32_t box[3] = {(cuuint32_t)L, (cuuint32_t)S, 1}, es[3] = {1, 1, 1};
-    if (encode(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, (void*)p, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-               CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-        std::printf("cuTensorMapEncodeTiled failed\n");
-        std::exit(1);
-    }
-}
-
 template <class F>
 static float median_ms(F launch) {
     cudaEvent_t e0, e1;
@@ -314,8 +274,8 @@ static float time_walk(const float* a, const float* b, float* o, const Case& c, 
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     Maps maps{};
     const float* ins[2] = {a, b};
-    for (int j = 0; j < NIN; ++j) make_map(&maps.in[j], ins[j], c, L, S);
-    make_map(&maps.out, o, c, L, S);
+    for (int j = 0; j < NIN; ++j) make_map(&maps.in[j], ins[j], c.O, c.T, c.C, L, S);
+    make_map(&maps.out, o, c.O, c.T, c.C, L, S);
     return median_ms([&] { k<<<blocks, 32 * warps, smem>>>(a, b, o, c.O, c.T, c.C, warps, maps); });
 }
 
@@ -326,8 +286,8 @@ static float time_split(const float* a, const float* b, float* o, const Case& c)
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     Maps maps{};
     const float* ins[2] = {a, b};
-    for (int j = 0; j < NIN; ++j) make_map(&maps.in[j], ins[j], c, L, S);
-    make_map(&maps.out, o, c, L, S);
+    for (int j = 0; j < NIN; ++j) make_map(&maps.in[j], ins[j], c.O, c.T, c.C, L, S);
+    make_map(&maps.out, o, c.O, c.T, c.C, L, S);
     return median_ms([&] { k<<<(int)(c.O * (c.C / L)), 32 * K, smem>>>(c.T, c.C, maps); });
 }
 
@@ -345,25 +305,8 @@ int main(int argc, char** argv) {
         for (int f = 0; f < kFeeds; ++f)
             if (!std::strcmp(argv[i], kFeedNames[f])) feeds.push_back(f);
     if (feeds.empty()) feeds = {kRows, kCpAsync, kTma, kNoStore, kTmaOut, kSplit};
-    cudaDriverEntryPointQueryResult q;
-    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void**)&encode, 12000, cudaEnableDefault, &q));
     const size_t big = (size_t)1 << 28;
-    float *x, *y, *z;
-    CK(cudaMalloc(&x, big * 4));
-    CK(cudaMalloc(&y, big * 4));
-    CK(cudaMalloc(&z, big * 4));
-    {  // a in [0.5, 1), b in [-1, 1)
-        std::vector<float> h(big);
-        unsigned s = 1;
-        for (float* p : {x, y}) {
-            const bool is_a = p == x;
-            for (size_t i = 0; i < big; ++i) {
-                s = s * 1664525u + 1013904223u;
-                h[i] = is_a ? 0.5f + (s >> 9) * (0.5f / (1 << 23)) : -1.f + (s >> 9) * (2.f / (1 << 23));
-            }
-            CK(cudaMemcpy(p, h.data(), big * 4, cudaMemcpyHostToDevice));
-        }
-    }
+    const auto [x, y, ints, z] = cols_probe_inputs(big);  // the walks sum x itself: each lane in order
     const double copy_bw = 2.0 * big * 4 / (time_copy(z, x, big * 4) * 1e-3);
     std::printf("copy of 2^28 f32: %.0f GB/s\n", copy_bw / 1e9);
     const Case cases[] = {{"affine (2,4096,1024) dim 1", 2, 2, 4096, 1024}, {"sum 4096x8192 dim 0", 1, 1, 4096, 8192},

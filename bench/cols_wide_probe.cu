@@ -21,48 +21,15 @@
 #include <vector>
 
 #include "cols_probe_check.h"
+#include "cols_probe_state.cuh"
 #include "gpu_timing.cuh"
 
-typedef long long i64;
-typedef unsigned long long u64;
-typedef unsigned u32;
-
-template <int V> struct Vec;
-template <> struct Vec<1> { typedef float T; };
-template <> struct Vec<2> { typedef float2 T; };
-template <> struct Vec<4> { typedef float4 T; };
 template <int V> __device__ __forceinline__ void load_v(const float* p, float (&v)[V]) {
     if constexpr (V == 1) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v[0]) : "l"(p));
     if constexpr (V == 2) asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v[0]), "=f"(v[1]) : "l"(p));
     if constexpr (V == 4)
         asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "l"(p));
 }
-template <int V> __device__ __forceinline__ void store_v(float* p, const float (&v)[V]) {
-    typename Vec<V>::T t;
-    std::memcpy(&t, v, sizeof t);
-    *reinterpret_cast<typename Vec<V>::T*>(p) = t;
-}
-__device__ __forceinline__ u64 ld_word(const u64* p) {
-    u64 v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_word(u64* p, u64 v) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ u64 tag(float f, unsigned epoch) { return (u64)epoch << 32 | __float_as_uint(f); }
-
-// A column's state: sum (NIN 1) keeps h; affine keeps the map h -> a h + b.
-template <int NIN> struct St {
-    float a, b;
-    static __device__ __forceinline__ St combine(St x, St y) {  // x earlier
-        if (NIN == 1) return {0.f, __fadd_rn(x.b, y.b)};
-        return {__fmul_rn(x.a, y.a), __fadd_rn(__fmul_rn(y.a, x.b), y.b)};
-    }
-};
-__host__ __device__ constexpr int words(int nin) { return nin; }  // tagged words per column state
-
-template <int NIN> __device__ __forceinline__ St<NIN> item(float a, float b) { return NIN == 1 ? St<NIN>{0.f, a} : St<NIN>{a, b}; }
 // A lane's run: R steps (nv of them valid) of its V columns from element `at`, rows C apart.
 template <int NIN, int V, int R>
 __device__ __forceinline__ void load_run(const float* in0, const float* in1, i64 at, i64 C, int nv, float (&va)[R][V],
@@ -74,45 +41,6 @@ __device__ __forceinline__ void load_run(const float* in0, const float* in1, i64
             if (NIN == 2) load_v<V>(in1 + at + k * C, vb[k]);
         }
 }
-// The run's scan from `run` (where has[q]; else from its first item), stored as it goes.
-template <int NIN, int V, int R>
-__device__ __forceinline__ void scan_store_run(float* out, i64 C, int nv, const float (&va)[R][V], const float (&vb)[R][V],
-                                               St<NIN> (&run)[V], bool (&has)[V]) {
-#pragma unroll
-    for (int k = 0; k < R; ++k)
-        if (k < nv) {
-            float h[V];
-#pragma unroll
-            for (int q = 0; q < V; ++q) {
-                const St<NIN> e = item<NIN>(va[k][q], vb[k][q]);
-                run[q] = has[q] ? St<NIN>::combine(run[q], e) : e;
-                has[q] = true;
-                h[q] = run[q].b;
-            }
-            store_v<V>(out + k * C, h);
-        }
-}
-// A state as NW tagged words at word(0) .. word(NW - 1), and back.
-template <int NIN, class At> __device__ __forceinline__ void publish(At word, St<NIN> s, unsigned epoch) {
-    if (NIN == 2) st_word(word(0), tag(s.a, epoch));
-    st_word(word(words(NIN) - 1), tag(s.b, epoch));
-}
-template <int NIN> __device__ __forceinline__ St<NIN> untag(const u64* w) {
-    return St<NIN>{NIN == 2 ? __uint_as_float((u32)w[0]) : 0.f, __uint_as_float((u32)w[words(NIN) - 1])};
-}
-// Polls until each of the N words (first loads already in w; word(i) its address) carries this
-// launch's epoch.
-template <int N, class At> __device__ __forceinline__ void wait_tagged(u64 (&w)[N], unsigned epoch, At word) {
-    for (int ns = 32;; ns = ns < 256 ? 2 * ns : ns) {
-        bool ready = true;
-#pragma unroll
-        for (int i = 0; i < N; ++i)
-            if ((unsigned)(w[i] >> 32) != epoch) ready = false, w[i] = ld_word(word(i));
-        if (ready) return;
-        __nanosleep(ns);
-    }
-}
-
 // MODE: 0 no look-back (the results are wrong: what the tiles reach alone), 1 the look-back.
 template <int NIN, int V, int R, int W, int WARPS, int MINB, int MODE>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
@@ -324,28 +252,9 @@ static double run_stacked(const float* x, const float* y, float* z, const Case& 
 
 int main() {
     const size_t big = (size_t)1 << 28;
-    float *x, *y, *z;
-    BENCH_CHECK(cudaMalloc(&x, big * 4));
-    BENCH_CHECK(cudaMalloc(&y, big * 4));
-    BENCH_CHECK(cudaMalloc(&z, big * 4));
-    BENCH_CHECK(cudaMalloc(&g_status, (size_t)1 << 30));
-    BENCH_CHECK(cudaMemset(g_status, 0, (size_t)1 << 30));
-    float* ints;  // the sum's input: integers 0 .. 3, so that every association gives the same bits
-    BENCH_CHECK(cudaMalloc(&ints, big * 4));
-    {  // affine: a in [0.5, 1), b in [-1, 1)
-        std::vector<float> h(big);
-        unsigned s = 1;
-        for (int k = 0; k < 3; ++k) {
-            for (size_t i = 0; i < big; ++i) {
-                s = s * 1664525u + 1013904223u;
-                h[i] = k == 0 ? 0.5f + (s >> 9) * (0.5f / (1 << 23)) : k == 1 ? -1.f + (s >> 9) * (2.f / (1 << 23)) : (float)(s >> 30);
-            }
-            BENCH_CHECK(cudaMemcpy(k == 0 ? x : k == 1 ? y : ints, h.data(), big * 4, cudaMemcpyHostToDevice));
-        }
-    }
-    auto copy_seconds = [&](size_t bytes) {
-        return time_median([&](cudaStream_t s) { BENCH_CHECK(cudaMemcpyAsync(z, x, bytes, cudaMemcpyDeviceToDevice, s)); }, 0);
-    };
+    const auto [x, y, ints, z] = cols_probe_inputs(big);
+    g_status = status_words((size_t)1 << 30);
+    auto copy_seconds = [&](size_t bytes) { return device_copy_seconds(z, x, bytes); };
     const double copy_bw = 2.0 * big * 4 / copy_seconds(big * 4);
     std::printf("copy of 2^28 f32: %.0f GB/s\n", copy_bw / 1e9);
     const Case cases[] = {{"affine (2,4096,1024) dim 1", 2, 2, 4096, 1024}, {"sum 4096x8192 dim 0", 1, 1, 4096, 8192},

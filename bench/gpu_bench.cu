@@ -145,9 +145,7 @@ struct Row {
 double copy_seconds(long long n, cudaStream_t s) {
     float *a = device_random(n, 1, -1, 1), *b = nullptr;
     BENCH_CHECK(cudaMalloc(&b, n * sizeof(float)));
-    double t = time_median([&](cudaStream_t st) {
-        BENCH_CHECK(cudaMemcpyAsync(b, a, n * sizeof(float), cudaMemcpyDeviceToDevice, st));
-    }, s);
+    const double t = device_copy_seconds(b, a, n * sizeof(float), s);
     cudaFree(a);
     cudaFree(b);
     return t;

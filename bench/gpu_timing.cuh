@@ -51,3 +51,8 @@ inline double time_median(const std::function<void(cudaStream_t)>& op, cudaStrea
     std::sort(samples.begin(), samples.end());
     return samples[samples.size() / 2];
 }
+
+// Median seconds of a device-to-device copy of `bytes` from src to dst.
+inline double device_copy_seconds(void* dst, const void* src, size_t bytes, cudaStream_t stream = 0) {
+    return time_median([&](cudaStream_t s) { BENCH_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s)); }, stream);
+}

@@ -22,7 +22,8 @@
 # WALK_PROBE="[FEED...]" runs only bench/cols_walk_probe.cu (cols lines walked whole by a warp or a block,
 # fed through shared memory; OUTDIR/walk_probe.txt) and exits;
 # WIDE_PROBE=1 runs only bench/cols_wide_probe.cu (cols tiles of one warp, V columns a lane;
-# OUTDIR/wide_probe.txt) and exits;
+# OUTDIR/wide_probe.txt) and exits; PIPE_PROBE=1 likewise bench/cols_pipe_probe.cu (cols tiles
+# staged in shared memory by bulk tensor copies, persistent blocks; OUTDIR/pipe_probe.txt);
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
 # (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
@@ -42,19 +43,17 @@ export CUDA_CACHE_DISABLE=1
 log() { echo "== $*"; }
 NVCC="nvcc -O3 -std=c++20 -arch=sm_90 -Iinclude"  # bench/*.cu
 
-if [ -n "${WALK_PROBE+x}" ]; then
-  log "cols walk probe (bench/cols_walk_probe.cu)"
-  mkdir -p $BUILD && $NVCC bench/cols_walk_probe.cu -o $BUILD/cols_walk_probe || exit 1
-  timeout ${BENCH_TIMEOUT:-300} $BUILD/cols_walk_probe $WALK_PROBE 2>&1 | tee "$OUT/walk_probe.txt"
+# A probe: bench/cols_NAME_probe.cu built alone and run with ARGS (OUTDIR/NAME_probe.txt).
+probe() {
+  local name=$1; shift
+  log "cols $name probe (bench/cols_${name}_probe.cu)"
+  mkdir -p $BUILD && $NVCC bench/cols_${name}_probe.cu -o $BUILD/cols_${name}_probe || exit 1
+  timeout ${BENCH_TIMEOUT:-300} $BUILD/cols_${name}_probe "$@" 2>&1 | tee "$OUT/${name}_probe.txt"
   exit 0
-fi
-
-if [ -n "${WIDE_PROBE+x}" ]; then
-  log "cols wide probe (bench/cols_wide_probe.cu)"
-  mkdir -p $BUILD && $NVCC bench/cols_wide_probe.cu -o $BUILD/cols_wide_probe || exit 1
-  timeout ${BENCH_TIMEOUT:-300} $BUILD/cols_wide_probe 2>&1 | tee "$OUT/wide_probe.txt"
-  exit 0
-fi
+}
+[ -n "${WALK_PROBE+x}" ] && probe walk $WALK_PROBE
+[ -n "${WIDE_PROBE+x}" ] && probe wide
+[ -n "${PIPE_PROBE+x}" ] && probe pipe
 
 log "configure + build (CUDA backend, reference, tests)"
 cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \
