@@ -25,10 +25,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "cols_probe_check.h"
-#include "cols_probe_state.cuh"
+#include "cols_probe_setup.cuh"
 #include "cols_probe_tma.cuh"
-#include "gpu_timing.cuh"
 
 struct Maps { CUtensorMap in[2], out; };  // [C, T, O], boxes of [L, TS, 1] (out: [L, TS / CW, 1], a warp's run)
 
@@ -232,8 +230,6 @@ __global__ void __launch_bounds__((CW + 1) * 32)
     if (STORE == kBulk && lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
-struct Case { const char* name; int nin; i64 O, T, C; };
-
 static u64* g_status;
 static unsigned g_epoch = 0;
 
@@ -253,27 +249,18 @@ static double run(const float* x, const float* y, float* z, const Case& c, int s
     for (int k = 0; k < NIN; ++k) make_map(&maps.in[k], ins[k], c.O, c.T, c.C, L, TS);
     make_map(&maps.out, z, c.O, c.T, c.C, L, TS / CW);
     auto op = [&](cudaStream_t s) { kernel<<<grid, (CW + 1) * 32, smem, s>>>(z, c.O, c.T, c.C, g_status, ++g_epoch, maps); };
-    const double t = time_median(op, 0);
-    BENCH_CHECK(cudaDeviceSynchronize());
-    bad = LB && STORE != kSharedOnly ? cols_scan_mismatches(x, y, z, c.O, c.T, c.C, c.nin, c.nin == 1 ? 0.f : 1e-4f) : 0;
-    return t;
+    return time_and_check(op, x, y, z, c, LB && STORE != kSharedOnly, bad);
 }
 
 int main() {
-    const size_t big = (size_t)1 << 28;
-    const auto [x, y, ints, z] = cols_probe_inputs(big);
+    const ColsProbe probe = cols_probe_setup();
+    const auto [x, y, ints, z] = probe.in;
+    const int sms = probe.sms;
     g_status = status_words((size_t)1 << 30);
-    int sms = 0;
-    BENCH_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    auto copy_seconds = [&](size_t bytes) { return device_copy_seconds(z, x, bytes); };
-    const double copy_bw = 2.0 * big * 4 / copy_seconds(big * 4);
-    std::printf("copy of 2^28 f32: %.0f GB/s, %d SMs\n", copy_bw / 1e9, sms);
     const Case cases[] = {{"affine (2,4096,1024) dim 1", 2, 2, 4096, 1024}, {"sum 4096x8192 dim 0", 1, 1, 4096, 8192},
                           {"affine (4,4096,256) dim 1", 2, 4, 4096, 256}, {"affine (2,4099,1024) dim 1", 2, 2, 4099, 1024}};
     for (const Case& c : cases) {
-        const double bytes = (double)(c.nin + 1) * c.O * c.T * c.C * 4;
-        std::printf("%s: a copy of the same bytes %.1f%% of the big copy\n", c.name,
-                    100.0 * bytes / copy_seconds((size_t)(bytes / 2)) / copy_bw);
+        probe.print_case(c);
 #define TRY(V, TS, CW, D, W, K, LB, STORE)                                                                            \
     {                                                                                                                \
         size_t bad = 0;                                                                                              \
@@ -282,7 +269,7 @@ int main() {
                                     : run<2, V, TS, CW, D, W, K, LB, STORE>(x, y, z, c, sms, per_sm, bad);            \
         std::printf("  V=%d TS=%-3d CW=%d D=%d W=%-2d K=%d %d/SM %-12s %-10s %7.1f us %5.1f%% of copy  %zu differ\n", V, TS, \
                     CW, D, W, K, per_sm, LB ? "look-back" : "no look-back", kStoreNames[STORE], t * 1e6,               \
-                    100.0 * bytes / t / copy_bw, bad);                                                               \
+                    probe.percent(c, t), bad);                                                               \
     }
         TRY(1, 128, 8, 3, 16, 0, true, kSharedOnly) TRY(1, 128, 8, 3, 16, 1, true, kSharedOnly)
         TRY(1, 64, 4, 4, 16, 1, true, kSharedOnly) TRY(1, 128, 8, 3, 16, 0, true, kGlobal) TRY(1, 128, 8, 3, 16, 1, true, kGlobal)

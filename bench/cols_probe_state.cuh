@@ -67,6 +67,23 @@ template <int N, class At> __device__ __forceinline__ void wait_tagged(u64 (&w)[
     }
 }
 
+template <int V> __device__ __forceinline__ void load_v(const float* p, float (&v)[V]) {
+    if constexpr (V == 1) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v[0]) : "l"(p));
+    if constexpr (V == 2) asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v[0]), "=f"(v[1]) : "l"(p));
+    if constexpr (V == 4)
+        asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "l"(p));
+}
+// A lane's run: R steps (nv of them valid) of its V columns from element `at`, rows C apart.
+template <int NIN, int V, int R>
+__device__ __forceinline__ void load_run(const float* in0, const float* in1, i64 at, i64 C, int nv, float (&va)[R][V],
+                                         float (&vb)[R][V]) {
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+        if (k < nv) {
+            load_v<V>(in0 + at + k * C, va[k]);
+            if (NIN == 2) load_v<V>(in1 + at + k * C, vb[k]);
+        }
+}
 template <int V> struct Vec;
 template <> struct Vec<1> { typedef float T; };
 template <> struct Vec<2> { typedef float2 T; };

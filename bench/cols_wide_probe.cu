@@ -20,27 +20,8 @@
 #include <cstring>
 #include <vector>
 
-#include "cols_probe_check.h"
-#include "cols_probe_state.cuh"
-#include "gpu_timing.cuh"
+#include "cols_probe_setup.cuh"
 
-template <int V> __device__ __forceinline__ void load_v(const float* p, float (&v)[V]) {
-    if constexpr (V == 1) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v[0]) : "l"(p));
-    if constexpr (V == 2) asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v[0]), "=f"(v[1]) : "l"(p));
-    if constexpr (V == 4)
-        asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "l"(p));
-}
-// A lane's run: R steps (nv of them valid) of its V columns from element `at`, rows C apart.
-template <int NIN, int V, int R>
-__device__ __forceinline__ void load_run(const float* in0, const float* in1, i64 at, i64 C, int nv, float (&va)[R][V],
-                                         float (&vb)[R][V]) {
-#pragma unroll
-    for (int k = 0; k < R; ++k)
-        if (k < nv) {
-            load_v<V>(in0 + at + k * C, va[k]);
-            if (NIN == 2) load_v<V>(in1 + at + k * C, vb[k]);
-        }
-}
 // MODE: 0 no look-back (the results are wrong: what the tiles reach alone), 1 the look-back.
 template <int NIN, int V, int R, int W, int WARPS, int MINB, int MODE>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
@@ -211,14 +192,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     scan_store_run<NIN, V, R>(out + at0, C, nv, va, vb, run, has);
 }
 
-struct Case { const char* name; int nin; i64 O, T, C; };
 static const char* kModes[] = {"no look-back", "look-back"};
-
-// The look-back reassociates: sums of small integers are exact in any order, so they compare
-// bitwise; the affine scan within 1e-4 (1 + |h|).
-static size_t mismatches(const float* x, const float* y, const float* z, const Case& c) {
-    return cols_scan_mismatches(x, y, z, c.O, c.T, c.C, c.nin, c.nin == 1 ? 0.f : 1e-4f);
-}
 
 static u64* g_status;
 static unsigned g_epoch = 0;
@@ -232,10 +206,7 @@ static double run(const float* x, const float* y, float* z, const Case& c, size_
     auto op = [&](cudaStream_t s) {
         wide_cols<NIN, V, R, W, WARPS, MINB, MODE><<<blocks, WARPS * 32, 0, s>>>(x, y, z, c.O, c.T, c.C, g_status, ++g_epoch);
     };
-    const double t = time_median(op, 0);
-    BENCH_CHECK(cudaDeviceSynchronize());
-    bad = MODE ? mismatches(x, y, z, c) : 0;
-    return t;
+    return time_and_check(op, x, y, z, c, MODE != 0, bad);  // the look-back reassociates: see time_and_check
 }
 
 template <int NIN, int V, int R, int WARPS, int W, int MINB, bool LB>
@@ -244,32 +215,24 @@ static double run_stacked(const float* x, const float* y, float* z, const Case& 
     auto op = [&](cudaStream_t s) {
         stacked_cols<NIN, V, R, WARPS, W, MINB, LB><<<(unsigned)(lines * chunks), WARPS * 32, 0, s>>>(x, y, z, c.O, c.T, c.C, g_status, ++g_epoch);
     };
-    const double t = time_median(op, 0);
-    BENCH_CHECK(cudaDeviceSynchronize());
-    bad = LB ? mismatches(x, y, z, c) : 0;
-    return t;
+    return time_and_check(op, x, y, z, c, LB, bad);
 }
 
 int main() {
-    const size_t big = (size_t)1 << 28;
-    const auto [x, y, ints, z] = cols_probe_inputs(big);
+    const ColsProbe probe = cols_probe_setup();
+    const auto [x, y, ints, z] = probe.in;
     g_status = status_words((size_t)1 << 30);
-    auto copy_seconds = [&](size_t bytes) { return device_copy_seconds(z, x, bytes); };
-    const double copy_bw = 2.0 * big * 4 / copy_seconds(big * 4);
-    std::printf("copy of 2^28 f32: %.0f GB/s\n", copy_bw / 1e9);
     const Case cases[] = {{"affine (2,4096,1024) dim 1", 2, 2, 4096, 1024}, {"sum 4096x8192 dim 0", 1, 1, 4096, 8192},
                           {"affine (4,4096,256) dim 1", 2, 4, 4096, 256}, {"affine 4096x8192 dim 0", 2, 1, 4096, 8192}};
     for (const Case& c : cases) {
-        const double bytes = (double)(c.nin + 1) * c.O * c.T * c.C * 4;
-        std::printf("%s: a copy of the same bytes %.1f%% of the big copy\n", c.name,
-                    100.0 * bytes / copy_seconds((size_t)(bytes / 2)) / copy_bw);
+        probe.print_case(c);
 #define TRY(V, R, W, WARPS, MINB, MODE)                                                                          \
     {                                                                                                          \
         size_t bad = 0;                                                                                        \
         const double t = c.nin == 1 ? run<1, V, R, W, WARPS, MINB, MODE>(ints, y, z, c, bad)                     \
                                     : run<2, V, R, W, WARPS, MINB, MODE>(x, y, z, c, bad);                       \
         std::printf("  V=%d R=%-2d W=%-2d warps=%d minb=%d %-12s %7.1f us %5.1f%% of copy  %zu differ\n", V, R, W, \
-                    WARPS, MINB, kModes[MODE], t * 1e6, 100.0 * bytes / t / copy_bw, bad);     \
+                    WARPS, MINB, kModes[MODE], t * 1e6, probe.percent(c, t), bad);     \
     }
         TRY(4, 16, 1, 8, 1, 0) TRY(4, 8, 1, 8, 2, 0) TRY(1, 32, 1, 8, 2, 0) TRY(4, 4, 1, 8, 4, 0)
         TRY(4, 16, 4, 8, 1, 1) TRY(1, 32, 8, 8, 2, 1)
@@ -280,7 +243,7 @@ int main() {
         const double t = c.nin == 1 ? run_stacked<1, V, R, WARPS, W, MINB, LB>(ints, y, z, c, bad)          \
                                     : run_stacked<2, V, R, WARPS, W, MINB, LB>(x, y, z, c, bad);            \
         std::printf("  stacked V=%d R=%-2d warps=%-2d W=%-2d minb=%d %-12s %7.1f us %5.1f%% of copy  %zu differ\n", V, R, \
-                    WARPS, W, MINB, LB ? "look-back" : "no look-back", t * 1e6, 100.0 * bytes / t / copy_bw, bad);     \
+                    WARPS, W, MINB, LB ? "look-back" : "no look-back", t * 1e6, probe.percent(c, t), bad);     \
     }
         TRY(4, 4, 8, 16, 4, false) TRY(4, 4, 8, 16, 3, true) TRY(4, 4, 8, 32, 3, true) TRY(4, 4, 16, 16, 2, true)
         TRY(4, 8, 8, 16, 2, true) TRY(4, 8, 8, 8, 2, true) TRY(4, 16, 4, 16, 2, true) TRY(4, 2, 16, 16, 3, true)

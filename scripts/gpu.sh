@@ -23,7 +23,8 @@
 # fed through shared memory; OUTDIR/walk_probe.txt) and exits;
 # WIDE_PROBE=1 runs only bench/cols_wide_probe.cu (cols tiles of one warp, V columns a lane;
 # OUTDIR/wide_probe.txt) and exits; PIPE_PROBE=1 likewise bench/cols_pipe_probe.cu (cols tiles
-# staged in shared memory by bulk tensor copies, persistent blocks; OUTDIR/pipe_probe.txt);
+# staged in shared memory by bulk tensor copies, persistent blocks; OUTDIR/pipe_probe.txt) and
+# REREAD_PROBE=1 bench/cols_reread_probe.cu (two passes, the second reading from L2);
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
 # (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
@@ -54,6 +55,7 @@ probe() {
 [ -n "${WALK_PROBE+x}" ] && probe walk $WALK_PROBE
 [ -n "${WIDE_PROBE+x}" ] && probe wide
 [ -n "${PIPE_PROBE+x}" ] && probe pipe
+[ -n "${REREAD_PROBE+x}" ] && probe reread
 
 log "configure + build (CUDA backend, reference, tests)"
 cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \
