@@ -226,6 +226,47 @@ def test_random_inputs_depend_only_on_the_seed(tmp_path):
     assert np.all(np.abs(first[:, 0]) <= 1) and np.any(first[:, 0] != 0)
 
 
+def run_ranged(tmp_path, *ranges, seed=0):
+    """x: f32[N], k: i32[N], m: u8[N], b: bool[N] drawn by `--random N=4001` with `ranges`."""
+    path = tmp_path / "inputs.scan"
+    path.write_text("program p(x: f32[N], k: i32[N], m: u8[N], b: bool[N]) {\n  return x, k, m, b\n}\n")
+    outs = [tmp_path / f"{name}.npy" for name in "xkmb"]
+    args = [a for r in ranges for a in ("--range", r)]
+    proc = scanc("run", path, "--random", "N=4001", "--seed", seed, *args, *[a for o in outs for a in ("--output", o)])
+    assert proc.returncode == 0, proc.stderr
+    return [np.load(o) for o in outs]
+
+
+def test_range_draws_each_named_input_within_its_own_interval(tmp_path):
+    x, k, m, b = run_ranged(tmp_path, "x=0.001:0.1", "k=-3:3", "m=250:255")
+    assert x.min() >= 0.001 and x.max() < 0.1 and x.max() - x.min() > 0.09  # spread over the interval
+    assert set(np.unique(k)) == set(range(-3, 4))  # integers: both ends included
+    assert set(np.unique(m)) == set(range(250, 256))
+    assert set(np.unique(b)) == {False, True}  # an input without a range keeps the default
+
+
+def test_range_of_one_value_gives_that_value_everywhere(tmp_path):
+    x, k, _, _ = run_ranged(tmp_path, "x=-2.5:-2.5", "k=7:7")
+    assert np.all(x == -2.5) and np.all(k == 7)
+
+
+def test_ranged_inputs_depend_only_on_the_seed(tmp_path):
+    first = run_ranged(tmp_path, "x=5:6", seed=1)
+    again = run_ranged(tmp_path, "x=5:6", seed=1)
+    other = run_ranged(tmp_path, "x=5:6", seed=2)
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first[0], other[0])
+
+
+def test_bench_names_the_ranges_it_drew_from():
+    proc = scanc("bench", EXAMPLES / "mamba.scan", "--backend", "cpu", "--random", "B=1,L=64,D=8",
+                 "--range", "dt=0.001:0.1", "--range", "A=-16:-1", "--seconds", "0.05", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["ranges"] == {"dt": [0.001, 0.1], "A": [-16.0, -1.0]} and report["ok"]
+
+
 def test_a_program_of_constant_sizes_runs_on_random_inputs_with_random_alone(tmp_path):
     path = tmp_path / "constant.scan"
     path.write_text("combine add(a | b) {\n  return a + b\n}\n"

@@ -127,6 +127,32 @@ def test_bad_random_syntax_shows_the_expected_form(spec, tmp_path):
     assert_user_error(cumsum_run(tmp_path, "--random", spec), "--random", "SYM=N")
 
 
+@pytest.mark.parametrize("spec, needle", [
+    ("x", "NAME=LO:HI"), ("x=1", "NAME=LO:HI"), ("x=a:b", "NAME=LO:HI"), ("x=0:inf", "NAME=LO:HI"),
+    ("x=2:1", "LO is above HI"), ("nope=0:1", "no parameter `nope`"), ("x=0:1e39", "f32, which holds"),
+])
+def test_a_bad_range_names_itself_and_what_was_expected(spec, needle, tmp_path):
+    assert_user_error(cumsum_run(tmp_path, "--random", "N=2,T=3", "--range", spec), "--range", re.escape(needle))
+
+
+def test_a_range_given_twice_for_one_input_is_named(tmp_path):
+    proc = cumsum_run(tmp_path, "--random", "N=2,T=3", "--range", "x=0:1", "--range", "x=0:2")
+    assert_user_error(proc, "`x`", "twice")
+
+
+def test_integer_and_bool_inputs_take_only_ranges_they_can_hold(tmp_path):
+    path = write(tmp_path, "program p(k: u8[N], b: bool[N]) {\n  return k, b\n}\n")
+    for spec, needle in [("k=0.5:3", "integers"), ("k=-1:3", "u8, which holds"), ("b=0:1", "bool")]:
+        assert_user_error(scanc("run", path, "--random", "N=3", "--range", spec), "--range", needle)
+
+
+def test_a_range_without_random_inputs_says_where_values_come_from(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((2, 3), np.float32))
+    proc = cumsum_run(tmp_path, "--input", f"x={x}", "--range", "x=0:1")
+    assert_user_error(proc, "--range", "--input")
+
+
 def test_a_size_missing_from_random_is_named(tmp_path):
     assert_user_error(cumsum_run(tmp_path, "--random", "N=3"), "`T`")
 

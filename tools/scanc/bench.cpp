@@ -35,6 +35,7 @@ struct Check {
 struct BenchReport {
     std::string program, file, backend;
     std::map<std::string, std::int64_t> sizes;
+    std::map<std::string, ValueRange> ranges;  // --range
     std::uint64_t seed = 0;
     std::int64_t input_bytes = 0, output_bytes = 0;
     std::vector<Check> checks;  // empty on the reference backend (it is the spec)
@@ -109,7 +110,8 @@ std::vector<Check> check_against_reference(const ProgramRef& program,
 
 void print_text(const BenchReport& r, const Program& program) {
     std::cout << r.program << " (" << r.file << ") on " << r.backend << ", "
-              << sizes_str(program, r.sizes) << ", seed " << r.seed << "\n"
+              << sizes_str(program, r.sizes) << (r.ranges.empty() ? "" : ", ") << ranges_str(program, r.ranges)
+              << ", seed " << r.seed << "\n"
               << "  data: inputs " << size_str(r.input_bytes) << " + outputs "
               << size_str(r.output_bytes) << "\n";
     if (r.backend == "reference") std::cout << "  check: the reference executor is the spec\n";
@@ -147,11 +149,14 @@ void print_json(const BenchReport& r) {
                           {"first_mismatch", c.first_mismatch},
                           {"oracle", check.f64_oracle ? "reference with f64 carries" : "reference"}});
     }
+    nlohmann::json ranges = nlohmann::json::object();
+    for (auto& [name, range] : r.ranges) ranges[name] = {range.lo, range.hi};
     nlohmann::json out = {
         {"program", r.program},
         {"file", r.file},
         {"backend", r.backend},
         {"sizes", r.sizes},
+        {"ranges", ranges},
         {"seed", r.seed},
         {"input_bytes", r.input_bytes},
         {"output_bytes", r.output_bytes},
@@ -175,7 +180,8 @@ int bench(const BenchArgs& args) {
     report.sizes = parse_sizes(args.random);
     report.seed = args.seed;
     report.backend = args.backend == "auto" ? default_backend() : args.backend;
-    std::vector<Tensor> inputs = random_inputs(*program, report.sizes, args.seed);
+    report.ranges = parse_ranges(*program, args.ranges);
+    std::vector<Tensor> inputs = random_inputs(*program, report.sizes, args.seed, report.ranges);
     std::vector<TensorView> views = views_of(inputs);
     auto exe = compile(program, report.backend);
 

@@ -26,6 +26,7 @@ struct Command {
 struct ProgramOptions {
     std::string file, program, backend = "auto";
     std::vector<std::string> random;  // SYM=N,SYM=N items
+    std::vector<std::string> ranges;  // --range NAME=LO:HI items
     bool random_given = false;        // --random, with or without sizes (set before running)
     std::uint64_t seed = 0;
     int threads = 0;       // --threads (cpu backend; 0: SCANC_NUM_THREADS or every core)
@@ -38,7 +39,7 @@ struct ProgramOptions {
         return o;
     }
 };
-// Adds FILE, --program, --backend, --random and --seed; returns the --random option.
+// Adds FILE, --program, --backend, --random, --range and --seed; returns the --random option.
 CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options);
 
 // --random SYM=N,SYM=N (the option may also be repeated, or given without sizes): symbol name
@@ -51,12 +52,25 @@ std::vector<SymbolRef> size_symbols(const Program& program);
 // "B=4 L=4096 D=256", in the program's order of symbols.
 std::string sizes_str(const Program& program, const std::map<std::string, std::int64_t>& sizes);
 
+// Where --range puts a parameter's random values: floats uniform in [lo, hi), integers in
+// [lo, hi].
+struct ValueRange {
+    double lo, hi;
+};
+// --range NAME=LO:HI items: parameter name -> range. CompileError naming the item when it does
+// not parse, names no parameter, names one twice, has LO > HI, is outside the parameter's dtype
+// or gives integers a fraction (bool inputs take no range).
+std::map<std::string, ValueRange> parse_ranges(const Program& program, const std::vector<std::string>& specs);
+// "dt in [0.001, 0.1) A in [-8, -1)", in the program's order of parameters.
+std::string ranges_str(const Program& program, const std::map<std::string, ValueRange>& ranges);
+
 // Random values for every parameter, shaped by `sizes` (every symbol needed, none unknown,
-// bounds respected). Floats uniform in [-1, 1]; signed integers uniform in [-8, 8]; u8 in
-// [0, 16]; bool true with probability 1/2. Deterministic for a seed.
+// bounds respected). Floats uniform in [-1, 1); signed integers uniform in [-8, 8]; u8 in
+// [0, 16]; bool true with probability 1/2; a parameter in `ranges` within its range instead.
+// Deterministic for a seed.
 std::vector<Tensor> random_inputs(const Program& program,
                                   const std::map<std::string, std::int64_t>& sizes,
-                                  std::uint64_t seed);
+                                  std::uint64_t seed, const std::map<std::string, ValueRange>& ranges = {});
 
 // --input NAME=PATH.npy, one per parameter, each exactly once; returned in parameter order.
 std::vector<Tensor> read_inputs(const Program& program, const std::vector<std::string>& specs);

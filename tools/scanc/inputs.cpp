@@ -1,5 +1,9 @@
 // Making a program's inputs for the CLI: random ones from --random sizes, or .npy files.
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -34,15 +38,21 @@ std::optional<std::pair<std::string, std::string>> split_assignment(std::string_
     return std::pair{std::string(item.substr(0, eq)), std::string(item.substr(eq + 1))};
 }
 
-void fill_random(const Tensor& t, std::mt19937_64& rng) {
-    std::uniform_real_distribution<double> real(-1.0, 1.0);
+// Values drawn for one parameter: its range where --range gives one, else the defaults of
+// random_inputs.
+void fill_random(const Tensor& t, std::mt19937_64& rng, const ValueRange* range) {
+    std::uniform_real_distribution<double> real(range ? range->lo : -1.0, range ? range->hi : 1.0);
     std::uniform_int_distribution<std::int64_t> small(-8, 8), unsigned_small(0, 16), coin(0, 1);
+    std::uniform_int_distribution<std::int64_t> in_range(range ? std::int64_t(range->lo) : 0,
+                                                         range ? std::int64_t(range->hi) : 0);
     auto* bytes = static_cast<unsigned char*>(t.data());
     std::size_t size = dtype_size(t.dtype());
     for (std::int64_t i = 0; i < t.numel(); ++i) {
         Scalar v;
         if (is_float(t.dtype()))
             v = Scalar::of_double(t.dtype(), real(rng));
+        else if (range)
+            v = Scalar::of_int(t.dtype(), in_range(rng));
         else if (t.dtype() == DType::Bool)
             v = Scalar::of_int(t.dtype(), coin(rng));
         else if (t.dtype() == DType::U8)
@@ -53,6 +63,30 @@ void fill_random(const Tensor& t, std::mt19937_64& rng) {
     }
 }
 
+// The values a dtype holds, as far as --range takes them: finite floats, and integers that a
+// double holds exactly (|v| <= 2^53).
+std::pair<double, double> range_limits(DType t) {
+    constexpr double exact = 9007199254740992.0;  // 2^53
+    switch (t) {
+        case DType::I8: return {-128, 127};
+        case DType::I16: return {-32768, 32767};
+        case DType::I32: return {-2147483648.0, 2147483647.0};
+        case DType::I64: return {-exact, exact};
+        case DType::U8: return {0, 255};
+        case DType::F16: return {-65504, 65504};
+        case DType::BF16: return {-3.3895313892515355e38, 3.3895313892515355e38};
+        case DType::F32: return {-std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+        default: return {-std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
+    }
+}
+
+std::optional<double> parse_number(std::string_view text) {
+    double value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) return std::nullopt;
+    return value;
+}
+
 }  // namespace
 
 CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
@@ -61,10 +95,15 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
     app.add_option("--backend", options.backend, "auto|reference|cpu|cuda")->capture_default_str();
     auto* random = app.add_option("--random", options.random,
                                   "random inputs, sizes SYM=N,SYM=N (no sizes where they are all "
-                                  "constant; floats uniform in [-1, 1], signed ints in [-8, 8], "
+                                  "constant; floats uniform in [-1, 1), signed ints in [-8, 8], "
                                   "u8 in [0, 16], bool 50/50)")
                        ->expected(0, 1)
                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app.add_option("--range", options.ranges,
+                   "random values of parameter NAME in a range of your own, NAME=LO:HI (floats "
+                   "uniform in [LO, HI), integers in [LO, HI]); repeatable")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--seed", options.seed, "seed of the random inputs")->capture_default_str();
     app.add_option("--threads", options.threads,
                    "cpu backend threads (0: SCANC_NUM_THREADS, else every core)")
@@ -117,9 +156,51 @@ std::string sizes_str(const Program& program, const std::map<std::string, std::i
     return out;
 }
 
+std::map<std::string, ValueRange> parse_ranges(const Program& program, const std::vector<std::string>& specs) {
+    std::map<std::string, ValueRange> ranges;
+    for (auto& spec : specs) {
+        auto kv = split_assignment(spec);
+        auto colon = kv ? kv->second.find(':') : std::string::npos;
+        auto lo = colon == std::string::npos ? std::nullopt : parse_number(std::string_view(kv->second).substr(0, colon));
+        auto hi = colon == std::string::npos ? std::nullopt : parse_number(std::string_view(kv->second).substr(colon + 1));
+        if (!lo || !hi)
+            user_error({}, cat("bad --range `", spec, "`: expected NAME=LO:HI (a parameter and two finite ",
+                               "numbers), e.g. --range dt=0.001:0.1"));
+        auto param = std::find_if(program.params.begin(), program.params.end(),
+                                  [&](const NodeRef& p) { return p->name == kv->first; });
+        if (param == program.params.end())
+            user_error({}, cat("bad --range `", spec, "`: program `", program.name, "` has no parameter `",
+                               kv->first, "` (its parameters: ", names_of(program.params), ")"));
+        const DType dtype = (*param)->type().dtype;
+        if (dtype == DType::Bool)
+            user_error({}, cat("bad --range `", spec, "`: `", kv->first, "` is bool, whose random values ",
+                               "take no range"));
+        if (*lo > *hi) user_error({}, cat("bad --range `", spec, "`: LO is above HI"));
+        auto [min, max] = range_limits(dtype);
+        if (*lo < min || *hi > max)
+            user_error({}, cat("bad --range `", spec, "`: `", kv->first, "` is ", dtype_name(dtype),
+                               ", which holds ", min, " to ", max, is_integer(dtype) ? " (exactly, here)" : ""));
+        if (is_integer(dtype) && (std::floor(*lo) != *lo || std::floor(*hi) != *hi))
+            user_error({}, cat("bad --range `", spec, "`: `", kv->first, "` is ", dtype_name(dtype),
+                               ", so LO and HI are integers"));
+        if (!ranges.emplace(kv->first, ValueRange{*lo, *hi}).second)
+            user_error({}, cat("bad --range `", spec, "`: parameter `", kv->first, "` is given twice"));
+    }
+    return ranges;
+}
+
+std::string ranges_str(const Program& program, const std::map<std::string, ValueRange>& ranges) {
+    std::string out;
+    for (auto& p : program.params)
+        if (auto it = ranges.find(p->name); it != ranges.end())
+            out += cat(out.empty() ? "" : " ", p->name, " in [", it->second.lo, ", ", it->second.hi,
+                       is_float(p->type().dtype) ? ")" : "]");
+    return out;
+}
+
 std::vector<Tensor> random_inputs(const Program& program,
                                   const std::map<std::string, std::int64_t>& sizes,
-                                  std::uint64_t seed) {
+                                  std::uint64_t seed, const std::map<std::string, ValueRange>& ranges) {
     auto symbols = size_symbols(program);
     Bindings bindings;
     for (auto& s : symbols) {
@@ -146,7 +227,8 @@ std::vector<Tensor> random_inputs(const Program& program,
     for (auto& param : program.params) {
         inputs.push_back(Tensor::empty(param->type().dtype,
                                        evaluate_shape(param->type().shape, bindings)));
-        fill_random(inputs.back(), rng);
+        auto range = ranges.find(param->name);
+        fill_random(inputs.back(), rng, range == ranges.end() ? nullptr : &range->second);
     }
     return inputs;
 }

@@ -24,9 +24,12 @@ int run(const RunArgs& args) {
         user_error({}, cat("program `", program->name, "` needs inputs: give each parameter ",
                            "with --input NAME=PATH.npy, or use --random SYM=N,... (--random alone ",
                            "where every size is constant)"));
-    std::vector<Tensor> inputs = args.random_given
-                                     ? random_inputs(*program, parse_sizes(args.random), args.seed)
-                                     : read_inputs(*program, args.inputs);
+    if (!args.random_given && !args.ranges.empty())
+        user_error({}, "--range sets where --random draws an input's values; with --input the values "
+                       "come from the .npy files");
+    std::vector<Tensor> inputs = args.random_given ? random_inputs(*program, parse_sizes(args.random), args.seed,
+                                                                   parse_ranges(*program, args.ranges))
+                                                   : read_inputs(*program, args.inputs);
     auto executable = compile(program, args.backend);
     std::vector<Tensor> results = executable->run(views_of(inputs), args.run_options());
     SCANC_INTERNAL_CHECK(results.size() == program->results.size(), "backend returned ",
@@ -47,8 +50,9 @@ Command add_run_command(CLI::App& parent) {
     CLI::App* app = parent.add_subcommand(
         "run", "Run a program on .npy inputs (--input) or random ones (--random).");
     app->footer(
-        "Random inputs: floats uniform in [-1, 1], signed integers in [-8, 8], u8 in [0, 16],\n"
-        "bool true with probability 1/2; the same --seed gives the same values. Without\n"
+        "Random inputs: floats uniform in [-1, 1), signed integers in [-8, 8], u8 in [0, 16],\n"
+        "bool true with probability 1/2, or where --range NAME=LO:HI says; the same --seed\n"
+        "gives the same values. Without\n"
         "--output, prints a summary of each result (dtype, sizes, a few values).");
     CLI::Option* random = add_program_options(*app, *args);
     app->add_option("--input", args->inputs, "NAME=PATH.npy, once per parameter")
