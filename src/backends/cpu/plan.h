@@ -43,6 +43,12 @@ struct StageCode {
     // carry row as usual, and the output row in memory with streaming stores (Worker::run, for
     // large outputs whose lanes are contiguous). Empty when some such write has none.
     Code combine_tee;
+    // combine and combine_tee less what only span totals read (Codegen::find_scan_combine): a
+    // scan from a carry (Worker::run, Mode::Scan) makes the leaves its outputs store, and reads
+    // back only the carries those need; the others (affine's running product when only h is
+    // returned) matter only where spans are combined. Set where that leaves something out.
+    bool scan_prunes = false;
+    Code scan_combine, scan_combine_tee;
     Code epilogue;  // per step: outputs from the carry and loads -> stores
     std::vector<int> carry, x, next;  // per leaf
     // Loads that need no conversion are not instructions: the register points at the step's

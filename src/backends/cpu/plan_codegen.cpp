@@ -56,7 +56,7 @@ public:
         out_.slot_tiled.resize(stage_.inputs.size(), false);
         if (stage_.has_scan) find_serial();
         fuse_mul_add();
-        if (stage_.has_scan) find_stream_combine(), find_tee_combine();
+        if (stage_.has_scan) find_stream_combine(), find_tee_combine(), find_scan_combine();
         return std::move(out_);
     }
 
@@ -377,17 +377,28 @@ private:
         std::unordered_set<int> live;
         for (std::size_t k = 0; k < out_.next.size(); ++k)
             if (out_.store_alias[k] >= 0) live.insert(out_.next[k]);
-        for (std::size_t i = code.size(); i-- > 0;) {
-            const Instr& in = code[i];
-            if (!live.count(in.dst)) {
+        const std::vector<bool> keep = needed(code, live);
+        for (std::size_t i = code.size(); i-- > 0;)
+            if (!keep[i]) {
                 code.erase(code.begin() + static_cast<std::ptrdiff_t>(i));
                 keys.erase(keys.begin() + static_cast<std::ptrdiff_t>(i));
-                continue;
             }
+        return bcast_carries(std::move(code), std::move(keys));
+    }
+
+    // The instructions of a combine that make the registers in `live`, walking back from its
+    // end (an instruction is needed when `live`, or a needed one after it, reads what it
+    // writes); `live` ends as the registers they read before writing. A combine has no loads or
+    // stores.
+    static std::vector<bool> needed(const Code& code, std::unordered_set<int>& live) {
+        std::vector<bool> keep(code.size(), false);
+        for (std::size_t i = code.size(); i-- > 0;) {
+            const Instr& in = code[i];
+            if (!(keep[i] = live.count(in.dst) > 0)) continue;
             live.erase(in.dst);
             live.insert({in.a, in.b, in.c});  // unread operands only keep more
         }
-        return bcast_carries(std::move(code), std::move(keys));
+        return keep;
     }
 
     // StageCode::combine_tee. Later reads of a leaf's `next` are fine: the tee still writes it.
@@ -406,6 +417,50 @@ private:
             if (!code[last].fn) return;
         }
         out_.combine_tee = std::move(code);
+    }
+
+    // StageCode::scan_combine: the leaves a scan from a carry needs are those its outputs store
+    // or its epilogue reads, and those whose carries the combine reads to make them (a fixed
+    // point); the combine keeps the instructions that make their `next` (a decaying running
+    // product no output reads would otherwise go on multiplying into the subnormals, where
+    // each multiply takes a microcode assist).
+    void find_scan_combine() {
+        const std::size_t leaves = out_.carry.size();
+        std::vector<bool> live(leaves, false);
+        auto leaf_of = [&](int r) {
+            for (std::size_t k = 0; k < leaves; ++k)
+                if (r >= 0 && (out_.carry[k] == r || out_.next[k] == r)) return static_cast<int>(k);
+            return -1;
+        };
+        for (std::size_t k = 0; k < leaves; ++k) live[k] = out_.store_alias[k] >= 0;
+        const std::vector<OpKey>& epilogue_keys = keys_[&out_.epilogue];
+        for (std::size_t i = 0; i < out_.epilogue.size(); ++i) {
+            const Instr& in = out_.epilogue[i];
+            const OpKind kind = epilogue_keys[i].kind;
+            if (kind == OpKind::Load || kind == OpKind::LoadDirect) continue;  // a is an input slot
+            for (int r : {in.a, in.b, in.c})
+                if (int k = leaf_of(r); k >= 0) live[k] = true;
+        }
+        std::vector<bool> keep;
+        for (bool grew = true; grew;) {
+            grew = false;
+            std::unordered_set<int> regs;
+            for (std::size_t k = 0; k < leaves; ++k)
+                if (live[k]) regs.insert(out_.next[k]);
+            keep = needed(out_.combine, regs);
+            for (std::size_t k = 0; k < leaves; ++k)
+                if (!live[k] && regs.count(out_.carry[k])) live[k] = grew = true;
+        }
+        if (std::find(keep.begin(), keep.end(), false) == keep.end()) return;
+        auto kept = [&](const Code& all) {
+            Code out;
+            for (std::size_t i = 0; i < all.size(); ++i)
+                if (keep[i]) out.push_back(all[i]);
+            return out;
+        };
+        out_.scan_prunes = true;
+        out_.scan_combine = kept(out_.combine);
+        if (!out_.combine_tee.empty()) out_.scan_combine_tee = kept(out_.combine_tee);  // the same instructions
     }
 
     // `code` (with its keys) where every instruction that reads a carry register reads it as a

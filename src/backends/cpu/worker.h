@@ -289,8 +289,12 @@ public:
             // reloaded from memory at each step.
             std::span<const PtrWalk> walks(walks_), nexts(next_walks_);
             std::span<const Staged> staged(staged_), ahead(ahead_rows_);
+            // A scan from a carry skips what only span totals read (StageCode::scan_combine).
+            const bool pruned = mode == Mode::Scan && code_.scan_prunes;
             std::span<const Instr> step_code(code_.step),
-                combine(tee_ ? code_.combine_tee : code_.combine), epilogue(code_.epilogue);
+                combine(tee_ ? (pruned ? code_.scan_combine_tee : code_.combine_tee)
+                             : (pruned ? code_.scan_combine : code_.combine)),
+                epilogue(code_.epilogue);
             std::span<const std::pair<std::byte**, std::byte**>> carry_next(carry_next_);
             for (int j = 0; j < len; ++j) {
                 if (serial) {
