@@ -79,47 +79,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
         ready.insert(code.carry[k]);
         ready.insert(code.x[k]);
     }
-    // A constant joins the program when an op first reads it, and must be f32 then. Constants
-    // no op reads stay out: a weak literal of another dtype (i64, f64) converted to f32 leaves
-    // its original unread, since plan_codegen made the conversion a constant of its own.
-    auto take_const = [&](int r) {
-        auto c = std::find_if(code.consts.begin(), code.consts.end(), [&](auto& rc) { return rc.first == r; });
-        if (c == code.consts.end() || c->second.dtype != DType::F32) return false;
-        prog_.consts.emplace_back(r, static_cast<float>(c->second.f));
-        ready.insert(r);
-        return true;
-    };
-    for (const Instr& in : code.combine) {
-        SegOp op{};
-        // Writes go to registers of the combine's own (never a carry or an element).
-        if (!seg_kind(in, op.kind) ||
-            std::find(code.carry.begin(), code.carry.end(), in.dst) != code.carry.end() ||
-            std::find(code.x.begin(), code.x.end(), in.dst) != code.x.end())
-            return;
-        const int reads = operand_count(op.kind);
-        int args[3] = {in.a, in.b, in.c};
-        for (int j = 0; j < 3; ++j) {
-            if (j >= reads) args[j] = in.a;  // unread: any valid register
-            if (!ready.count(args[j]) && !take_const(args[j])) return;
-        }
-        op.dst = static_cast<short>(in.dst);
-        op.a = static_cast<short>(args[0]);
-        op.b = static_cast<short>(args[1]);
-        op.c = static_cast<short>(args[2]);
-        prog_.ops.push_back(op);
-        ready.insert(in.dst);
-    }
-    // A leaf whose result is an operand passed through gets a copy of it, so that every result
-    // is an op's own register (the row scan blends the results into its operands).
-    for (int k = 0, spare = code.num_regs; k < leaves; ++k) {
-        if (!ready.count(code.next[k])) return;
-        if (std::none_of(prog_.ops.begin(), prog_.ops.end(), [&](const SegOp& o) { return o.dst == code.next[k]; })) {
-            if (spare >= SegProgram::kMaxRegs) return;
-            const auto from = static_cast<short>(code.next[k]);
-            prog_.ops.push_back({SegOp::Copy, static_cast<short>(spare), from, from, from});
-            prog_.next[k] = spare++;
-        }
-    }
+    if (!take_ops(code, code.combine, ready, false, prog_)) return;
     static const bool jit_allowed = [] {
         const char* e = std::getenv("SCANC_CPU_JIT");
         return !e || std::string_view(e) != "0";
@@ -137,7 +97,15 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
     unsigned stored = 0;  // the leaves an output keeps
     for (int k = 0; k < leaves; ++k) stored |= (out_of_[k] >= 0 ? 1u : 0u) << k;
     // Lanes side by side, steps apart: machine code only (else Worker, with the same bits).
-    if (stores && compile) cols_ = col_scan_jit(prog_, cpu_isa(), stored);
+    // The column scan walks each lane on from its carry alone, so it makes only the leaves its
+    // outputs need (StageCode::scan_combine); the others keep their carries.
+    SegProgram cols = prog_;
+    if (code.scan_prunes) {
+        cols.ops.clear(), cols.consts.clear();
+        std::copy(code.next.begin(), code.next.end(), cols.next);
+        if (!take_ops(code, code.scan_combine, ready, true, cols)) cols = prog_;
+    }
+    if (stores && compile) cols_ = col_scan_jit(cols, cpu_isa(), stored);
     if (!steps_contiguous) return;
     fn_ = mem_fns().seg_local;
     if (compile) prog_.jit = seg_jit_fns(prog_, cpu_isa());
@@ -164,6 +132,53 @@ std::int64_t line_stride(const Layout& L, const Slot& s, std::int64_t first, int
 }
 
 }  // namespace
+
+bool SegLocal::take_ops(const StageCode& code, const Code& combine, std::set<int> ready, bool keep_unmade,
+                        SegProgram& prog) {
+    // A constant joins the program when an op first reads it, and must be f32 then. Constants
+    // no op reads stay out: a weak literal of another dtype (i64, f64) converted to f32 leaves
+    // its original unread, since plan_codegen made the conversion a constant of its own.
+    auto take_const = [&](int r) {
+        auto c = std::find_if(code.consts.begin(), code.consts.end(), [&](auto& rc) { return rc.first == r; });
+        if (c == code.consts.end() || c->second.dtype != DType::F32) return false;
+        prog.consts.emplace_back(r, static_cast<float>(c->second.f));
+        ready.insert(r);
+        return true;
+    };
+    for (const Instr& in : combine) {
+        SegOp op{};
+        // Writes go to registers of the combine's own (never a carry or an element).
+        if (!seg_kind(in, op.kind) ||
+            std::find(code.carry.begin(), code.carry.end(), in.dst) != code.carry.end() ||
+            std::find(code.x.begin(), code.x.end(), in.dst) != code.x.end())
+            return false;
+        const int reads = operand_count(op.kind);
+        int args[3] = {in.a, in.b, in.c};
+        for (int j = 0; j < 3; ++j) {
+            if (j >= reads) args[j] = in.a;  // unread: any valid register
+            if (!ready.count(args[j]) && !take_const(args[j])) return false;
+        }
+        op.dst = static_cast<short>(in.dst);
+        op.a = static_cast<short>(args[0]);
+        op.b = static_cast<short>(args[1]);
+        op.c = static_cast<short>(args[2]);
+        prog.ops.push_back(op);
+        ready.insert(in.dst);
+    }
+    // A leaf whose result is an operand passed through gets a copy of it, so that every result
+    // is an op's own register (the row scan blends the results into its operands).
+    for (int k = 0, spare = code.num_regs; k < prog.leaves; ++k) {
+        const bool made = ready.count(code.next[k]) > 0;
+        if (!made && !keep_unmade) return false;
+        if (made && std::any_of(prog.ops.begin(), prog.ops.end(), [&](const SegOp& o) { return o.dst == code.next[k]; }))
+            continue;
+        if (spare >= SegProgram::kMaxRegs) return false;
+        const auto from = static_cast<short>(made ? code.next[k] : code.carry[k]);
+        prog.ops.push_back({SegOp::Copy, static_cast<short>(spare), from, from, from});
+        prog.next[k] = spare++;
+    }
+    return true;
+}
 
 bool SegLocal::scan_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const {
     const MemFns& m = mem_fns();

@@ -10,6 +10,8 @@
 // or scatters.
 #pragma once
 
+#include <set>
+
 #include "fixup.h"
 #include "seg_jit.h"
 
@@ -64,6 +66,12 @@ public:
                    std::int64_t ahead, std::uint64_t* last) const;
 
 private:
+    // `combine` as `prog`'s ops (each constant taken where an op first reads it, each leaf's
+    // result an op's own register); false where some instruction is not one the row scan runs.
+    // A leaf the combine does not make (scan_combine leaves it out) keeps its carry where
+    // `keep_unmade`, else fails.
+    static bool take_ops(const StageCode& code, const Code& combine, std::set<int> ready, bool keep_unmade,
+                         SegProgram& prog);
     bool scan_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
     // Steps head.. of the lines by `w`, from the carries in `totals`.
     void finish_rows(std::int64_t first, int n, std::int64_t head, Worker& w, LaneValues& totals) const;
