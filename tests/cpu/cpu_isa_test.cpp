@@ -322,7 +322,9 @@ TEST(CpuIsa, ProductsThroughF64GiveTheF32MultiplysBits) {
                     }
                     EXPECT_EQ(differ, 0) << "kind " << int(kind) << " stream " << stream << " tee " << tee << " lanes ["
                                          << l0 << ", " << l1 << ")";
-                    if (l1 - l0 > 100) EXPECT_GT(subnormal, 0) << "the operands give no subnormal product";
+                    if (l1 - l0 > 100) {
+                        EXPECT_GT(subnormal, 0) << "the operands give no subnormal product";
+                    }
                 }
             }
 }

@@ -56,7 +56,8 @@ struct Frame {
     std::vector<const std::byte*> in_base;
     std::vector<const std::int64_t*> lane_off;
     // f32 products through f64 (mul_f64, ops_vec.inc: the same bits): set by Worker::run for a
-    // tile when the one before it met subnormals, whose products take microcode assists.
+    // tile when the one before it met subnormals, whose products take microcode assists, where
+    // that route is the faster one on this CPU (f64_products_pay).
     bool f64_products = false;
 
     template <typename T>
@@ -64,6 +65,14 @@ struct Frame {
         return reinterpret_cast<T*>(ptrs[r]);
     }
 };
+
+// Whether f32 products that come out subnormal are faster through f64 than as they are, on
+// this CPU: Intel cores take a microcode assist for a subnormal f32 product (round 14: about
+// 80x a normal one) but none through f64; an AMD Zen 4 multiplies subnormals at speed, and its
+// conversions of subnormal values to and from f64 take the assists instead (the thirty-third
+// session: a decaying product scan 2.3x slower through f64). Timed once, at first use;
+// SCANC_CPU_F64_PRODUCTS=0 or 1 decides instead. Either route gives the same bits.
+bool f64_products_pay();
 
 using Code = std::vector<Instr>;
 

@@ -1,8 +1,12 @@
 // Picks the op table for this CPU once (AVX2 when present, AVX-512 kernels on top), and
 // constant registers.
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string_view>
+#include <vector>
 
 #include "bytecode.h"
 
@@ -30,6 +34,35 @@ Isa cpu_isa() {
         return best;
     }();
     return isa;
+}
+
+bool f64_products_pay() {
+    static const bool pay = [] {
+        if (const char* e = std::getenv("SCANC_CPU_F64_PRODUCTS"); e && (*e == '0' || *e == '1') && !e[1])
+            return *e == '1';
+        // Products that come out subnormal, of a subnormal and a normal factor (a running
+        // product decaying on) and of two normal ones (one just going under), each route at
+        // its best of 9 calls, the two routes in turn.
+        constexpr int kLanes = 4096;
+        std::vector<float> a(kLanes), b(kLanes), d(kLanes);
+        for (int l = 0; l < kLanes; ++l) {
+            a[l] = l % 2 ? 0x1.8p-130f : 0x1.3p-70f;
+            b[l] = l % 2 ? 0.9f : 0x1.1p-60f;
+        }
+        Frame f;
+        f.ptrs = {reinterpret_cast<std::byte*>(a.data()), reinterpret_cast<std::byte*>(b.data()),
+                  reinterpret_cast<std::byte*>(d.data())};
+        const Instr mul{lookup_op({OpKind::Binary, Op::Mul, DType::F32}), 2, 0, 1};
+        double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+        for (int trial = 0; trial < 18; ++trial) {
+            f.f64_products = trial % 2;
+            auto t0 = std::chrono::steady_clock::now();
+            mul.fn(mul, f, 0, kLanes);
+            best[trial % 2] = std::min(best[trial % 2], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return best[1] < best[0];
+    }();
+    return pay;
 }
 
 OpFn lookup_op(const OpKey& key) {

@@ -117,8 +117,9 @@ struct LaneValues {
 enum class Mode { Map, Reduce, Scan, Local };
 
 // The SSE status flags of a denormal operand (DE) and of underflow (UE): whether the ops since
-// the flags were cleared met subnormals, which take microcode assists in f32 multiplies; the
-// next tile then multiplies through f64 (Frame::f64_products). Elsewhere than x86-64, never.
+// the flags were cleared met subnormals, which take microcode assists in f32 multiplies on some
+// cores; the next tile then multiplies through f64 (Frame::f64_products) where that is faster
+// (f64_products_pay). Elsewhere than x86-64, never.
 inline void clear_fp_flags() {
 #if defined(__x86_64__)
     _mm_setcsr(_mm_getcsr() & ~0x3fu);
@@ -270,7 +271,7 @@ public:
         if (serial && in_place) tile = 1 << 20;
         for (std::int64_t t0 = 0; t0 < steps; t0 += tile) {
             if (t0 > 0) subnormals_ = fp_flags_met_subnormals();  // the tile before this one's
-            f_.f64_products = subnormals_;
+            f_.f64_products = subnormals_ && f64_products_pay();
             clear_fp_flags();
             int len = static_cast<int>(std::min<std::int64_t>(tile, steps - t0));
             for (std::size_t s = 0; s < L_.in.size(); ++s) {
