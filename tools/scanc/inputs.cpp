@@ -38,27 +38,26 @@ std::optional<std::pair<std::string, std::string>> split_assignment(std::string_
     return std::pair{std::string(item.substr(0, eq)), std::string(item.substr(eq + 1))};
 }
 
-// Values drawn for one parameter: its range where --range gives one, else the defaults of
-// random_inputs.
-void fill_random(const Tensor& t, std::mt19937_64& rng, const ValueRange* range) {
-    std::uniform_real_distribution<double> real(range ? range->lo : -1.0, range ? range->hi : 1.0);
-    std::uniform_int_distribution<std::int64_t> small(-8, 8), unsigned_small(0, 16), coin(0, 1);
-    std::uniform_int_distribution<std::int64_t> in_range(range ? std::int64_t(range->lo) : 0,
-                                                         range ? std::int64_t(range->hi) : 0);
+// Where random_inputs draws a dtype's values unless --range says: floats in [-1, 1), u8 in
+// [0, 16], other integers in [-8, 8] (bool: a coin).
+ValueRange default_range(DType t) {
+    if (is_float(t)) return {-1, 1};
+    return t == DType::U8 ? ValueRange{0, 16} : ValueRange{-8, 8};
+}
+
+void fill_random(const Tensor& t, std::mt19937_64& rng, const ValueRange& range) {
+    std::uniform_real_distribution<double> real(range.lo, range.hi);
+    std::uniform_int_distribution<std::int64_t> integer(std::int64_t(range.lo), std::int64_t(range.hi)), coin(0, 1);
     auto* bytes = static_cast<unsigned char*>(t.data());
     std::size_t size = dtype_size(t.dtype());
     for (std::int64_t i = 0; i < t.numel(); ++i) {
         Scalar v;
         if (is_float(t.dtype()))
             v = Scalar::of_double(t.dtype(), real(rng));
-        else if (range)
-            v = Scalar::of_int(t.dtype(), in_range(rng));
         else if (t.dtype() == DType::Bool)
             v = Scalar::of_int(t.dtype(), coin(rng));
-        else if (t.dtype() == DType::U8)
-            v = Scalar::of_int(t.dtype(), unsigned_small(rng));
         else
-            v = Scalar::of_int(t.dtype(), small(rng));
+            v = Scalar::of_int(t.dtype(), integer(rng));
         store_scalar(v, bytes + i * size);
     }
 }
@@ -160,9 +159,11 @@ std::map<std::string, ValueRange> parse_ranges(const Program& program, const std
     std::map<std::string, ValueRange> ranges;
     for (auto& spec : specs) {
         auto kv = split_assignment(spec);
-        auto colon = kv ? kv->second.find(':') : std::string::npos;
-        auto lo = colon == std::string::npos ? std::nullopt : parse_number(std::string_view(kv->second).substr(0, colon));
-        auto hi = colon == std::string::npos ? std::nullopt : parse_number(std::string_view(kv->second).substr(colon + 1));
+        std::optional<double> lo, hi;
+        if (auto colon = kv ? kv->second.find(':') : std::string::npos; colon != std::string::npos) {
+            std::string_view bounds = kv->second;
+            lo = parse_number(bounds.substr(0, colon)), hi = parse_number(bounds.substr(colon + 1));
+        }
         if (!lo || !hi)
             user_error({}, cat("bad --range `", spec, "`: expected NAME=LO:HI (a parameter and two finite ",
                                "numbers), e.g. --range dt=0.001:0.1"));
@@ -228,7 +229,7 @@ std::vector<Tensor> random_inputs(const Program& program,
         inputs.push_back(Tensor::empty(param->type().dtype,
                                        evaluate_shape(param->type().shape, bindings)));
         auto range = ranges.find(param->name);
-        fill_random(inputs.back(), rng, range == ranges.end() ? nullptr : &range->second);
+        fill_random(inputs.back(), rng, range == ranges.end() ? default_range(param->type().dtype) : range->second);
     }
     return inputs;
 }

@@ -52,8 +52,8 @@ Command add_run_command(CLI::App& parent) {
     app->footer(
         "Random inputs: floats uniform in [-1, 1), signed integers in [-8, 8], u8 in [0, 16],\n"
         "bool true with probability 1/2, or where --range NAME=LO:HI says; the same --seed\n"
-        "gives the same values. Without\n"
-        "--output, prints a summary of each result (dtype, sizes, a few values).");
+        "gives the same values. Without --output, prints a summary of each result (dtype,\n"
+        "sizes, a few values).");
     CLI::Option* random = add_program_options(*app, *args);
     app->add_option("--input", args->inputs, "NAME=PATH.npy, once per parameter")
         ->expected(1)
