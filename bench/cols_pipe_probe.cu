@@ -271,11 +271,19 @@ int main() {
                     CW, D, W, K, per_sm, LB ? "look-back" : "no look-back", kStoreNames[STORE], t * 1e6,               \
                     probe.percent(c, t), bad);                                                               \
     }
-        TRY(1, 128, 8, 3, 16, 0, true, kSharedOnly) TRY(1, 128, 8, 3, 16, 1, true, kSharedOnly)
-        TRY(1, 64, 4, 4, 16, 1, true, kSharedOnly) TRY(1, 128, 8, 3, 16, 0, true, kGlobal) TRY(1, 128, 8, 3, 16, 1, true, kGlobal)
-        TRY(1, 64, 4, 4, 16, 1, true, kGlobal) TRY(1, 128, 4, 3, 16, 1, true, kGlobal) TRY(1, 256, 8, 2, 8, 1, true, kGlobal)
-        TRY(1, 128, 8, 3, 32, 1, true, kGlobal) TRY(1, 128, 8, 3, 16, 0, true, kBulk) TRY(1, 64, 4, 4, 16, 1, true, kBulk)
-        TRY(1, 128, 8, 4, 16, 1, true, kBulk)
+        // Boxes of 32 V columns: V = 1 (128-byte rows, the thirty-third session's), 2 and 4
+        // (thirty-fourth session; first as many stages as fit, then two 32 KB stages a block).
+        TRY(1, 128, 8, 3, 16, 0, false, kSharedOnly) TRY(2, 64, 8, 3, 16, 0, false, kSharedOnly)
+        TRY(4, 32, 8, 4, 16, 0, false, kSharedOnly) TRY(4, 32, 8, 4, 16, 0, false, kGlobal)
+        TRY(4, 32, 8, 4, 16, 0, true, kSharedOnly) TRY(4, 32, 8, 4, 16, 1, true, kSharedOnly)
+        TRY(1, 128, 8, 3, 16, 0, true, kGlobal) TRY(2, 64, 8, 3, 16, 1, true, kGlobal)
+        TRY(4, 32, 8, 4, 16, 0, true, kGlobal) TRY(4, 32, 8, 4, 16, 1, true, kGlobal)
+        TRY(4, 32, 4, 4, 16, 1, true, kGlobal) TRY(4, 64, 8, 2, 16, 1, true, kGlobal)
+        TRY(4, 32, 8, 4, 16, 0, true, kBulk) TRY(2, 64, 8, 2, 16, 0, true, kGlobal)
+        TRY(1, 128, 8, 2, 16, 0, false, kSharedOnly) TRY(2, 64, 8, 2, 16, 0, false, kSharedOnly)
+        TRY(4, 32, 8, 2, 16, 0, false, kSharedOnly) TRY(4, 16, 4, 4, 16, 0, false, kSharedOnly)
+        TRY(1, 128, 8, 2, 16, 0, true, kGlobal) TRY(4, 32, 8, 2, 16, 0, true, kGlobal)
+        TRY(4, 16, 4, 4, 16, 0, true, kGlobal)
 #undef TRY
     }
     return 0;
