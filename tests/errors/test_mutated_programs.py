@@ -3,6 +3,7 @@ through the whole command line: each must either be refused as a user error (exi
 file:line:col) or check, and then run on the CPU backend to the reference executor's results
 on the same random inputs, at sizes that include 0, 1, primes and 2^k+-1; and lower to
 slice/concat/elementwise programs with the same results."""
+import math
 import random
 import re
 
@@ -16,6 +17,17 @@ SOURCES = sorted(EXAMPLES.glob("*.scan"))
 VOCABULARY = sorted({t for p in SOURCES for t in TOKEN.findall(p.read_text())} |
                     {"reverse", "dim=-1", "0", "1e30", "-1", "f16", "i8", "u8", "bool", "with", "where"})
 SIZES = [0, 1, 2, 3, 17, 31, 257, 1025]
+MAX_ELEMENTS = 1 << 21  # so that three size symbols never ask for 1025^3 elements a tensor
+
+
+def draw_sizes(symbols, rng):
+    """A size from SIZES for each symbol; while their product passes MAX_ELEMENTS, the largest
+    is drawn again from the sizes below it."""
+    sizes = {s: rng.choice(SIZES) for s in symbols}
+    while math.prod(sizes.values()) > MAX_ELEMENTS:
+        largest = max(sizes, key=sizes.get)
+        sizes[largest] = rng.choice([n for n in SIZES if n < sizes[largest]])
+    return sizes
 
 
 def mutate(text, rng):
@@ -76,7 +88,7 @@ def mutated_programs(seed, tmp_path):
             for program, params in re.findall(r"program\s+(\w+)\s*\(([^)]*)\)", text):
                 # size symbols: capitalized names inside a parameter's brackets
                 dims = " ".join(re.findall(r"\[([^\]]*)\]", params))
-                sizes = {s: rng.choice(SIZES) for s in sorted(set(re.findall(r"\b([A-Z]\w*)\b", dims)))}
+                sizes = draw_sizes(sorted(set(re.findall(r"\b([A-Z]\w*)\b", dims))), rng)
                 programs.append((program, sizes))
         yield path, text, checked, programs
 
