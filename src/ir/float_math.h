@@ -1,17 +1,31 @@
 // Float functions as scanc defines them, shared by the reference executor, constant folding and
 // the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log and log1p of
-// an f32, and the formulas built on them (sigmoid, softplus, logaddexp). glibc's are a call per
-// element; exp_f32, log_f32 and log1p_f32 are straight-line arithmetic that the compiler
-// turns into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
-// contraction, no table lookups). Each is within 1 ulp (tests/ir/float_math_test.cpp).
+// f32 and f64, and the formulas built on them (sigmoid, softplus, logaddexp). glibc's are a call
+// per element; these are straight-line arithmetic that the compiler turns into SIMD code in the
+// CPU backend's lane loops, with the same bits at every ISA (no FMA contraction, no table
+// lookups, no conversions between f64 and 64-bit integers, which AVX2 lacks). Each is within 1
+// ulp (tests/ir/float_math_test.cpp).
 #pragma once
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace scanc {
+
+// y 2^(n1 + n2) for n1, n2 exponents of normal numbers of F: y 2^n1 is exact, and the second
+// product rounds once, to a subnormal, zero or infinity where the result is one.
+template <typename F, typename I>
+inline F times_two_powers(F y, I n1, I n2) {
+    using U = std::make_unsigned_t<I>;
+    constexpr int kMantissa = std::numeric_limits<F>::digits - 1;
+    constexpr I kBias = std::numeric_limits<F>::max_exponent - 1;
+    const F s1 = std::bit_cast<F>(static_cast<U>(n1 + kBias) << kMantissa);
+    const F s2 = std::bit_cast<F>(static_cast<U>(n2 + kBias) << kMantissa);
+    return (y * s1) * s2;
+}
 
 inline float exp_f32(float x) {
     // exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]. Inputs
@@ -37,10 +51,8 @@ inline float exp_f32(float x) {
     // 2^n as two normal powers of two (n in [-150, 128]): y 2^n1 is exact, the second product
     // rounds once, to a subnormal, zero or infinity where the result is one. n1 = floor(n / 2)
     // (a shift; any split with both parts normal gives the same product).
-    const std::int32_t ni = static_cast<std::int32_t>(n), n1 = ni >> 1, n2 = ni - n1;
-    const float s1 = std::bit_cast<float>(static_cast<std::uint32_t>(n1 + 127) << 23);
-    const float s2 = std::bit_cast<float>(static_cast<std::uint32_t>(n2 + 127) << 23);
-    const float e = (y * s1) * s2;
+    const std::int32_t ni = static_cast<std::int32_t>(n), n1 = ni >> 1;
+    const float e = times_two_powers(y, n1, ni - n1);
     return x != x ? x : e;
 }
 
@@ -94,24 +106,98 @@ inline float log1p_f32(float x) {
     return x != x || x == INFINITY ? x : low;
 }
 
-// At the compute dtype: scanc's functions for f32, the C library's for f64.
-inline float exp_of(float x) { return exp_f32(x); }
-inline double exp_of(double x) { return std::exp(x); }
-inline float log_of(float x) { return log_f32(x); }
-inline double log_of(double x) { return std::log(x); }
-inline float log1p_of(float x) { return log1p_f32(x); }
-inline double log1p_of(double x) { return std::log1p(x); }
-
-// The logistic function, stable on both sides.
-template <typename T>
-inline T sigmoid_of(T x) {
-    return x >= T(0) ? T(1) / (T(1) + exp_of(-x)) : exp_of(x) / (T(1) + exp_of(x));
+inline double exp_f64(double x) {
+    // As exp_f32: exp(x) = 2^n exp(r), the input first clamped to where n fits two normal
+    // scalings (exp(710) overflows, exp(-746) is below half the smallest subnormal); NaN comes
+    // back at the end.
+    double c = x > -746.0 ? x : -746.0;
+    c = c < 710.0 ? c : 710.0;
+    // Round to nearest by the 1.5 x 2^52 trick; t's low bits then hold n as an integer.
+    constexpr double kRound = 6755399441055744.0;
+    const double t = c * 1.44269504088896338700 + kRound, n = t - kRound;
+    // r = hi - lo, ln 2 in fdlibm's two parts (n * ln2_hi is exact), kept apart for the end.
+    const double hi = c - n * 6.93147180369123816490e-01, lo = n * 1.90821492927058770002e-10, r = hi - lo;
+    // exp(r) = 1 + r + r g / (2 - g), g = r - r^2 P(r^2) (fdlibm's exp and its coefficients),
+    // with lo folded in last so that its bits are not lost in r.
+    const double rr = r * r;
+    const double g = r - rr * (1.66666666666666019037e-01 +
+                               rr * (-2.77777777770155933842e-03 +
+                                     rr * (6.61375632143793436117e-05 + rr * (-1.65339022054652515390e-06 + rr * 4.13813679705723846039e-08))));
+    const double y = 1.0 - ((lo - (r * g) / (2.0 - g)) - hi);
+    // 2^n as two normal powers of two, n1 = floor(n / 2) by a logical shift of n + 2048 (n in
+    // [-1076, 1024]): y 2^n1 is exact, the second product rounds once.
+    const std::int64_t ni = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(t) - std::bit_cast<std::uint64_t>(kRound));
+    const std::int64_t n1 = static_cast<std::int64_t>(static_cast<std::uint64_t>(ni + 2048) >> 1) - 1024;
+    const double e = times_two_powers(y, n1, ni - n1);
+    return x != x ? x : e;
 }
 
-// log(1 + exp(x)), stable on both sides.
+// log_reduced for f64: log(1 + f) = 2 atanh(s), s = f / (2 + f), by fdlibm's degree-7
+// polynomial in s^2 (its log and log1p coefficients), ln 2 in fdlibm's two parts.
+inline double log_reduced_f64(double f, double k, double c) {
+    const double s = f / (2.0 + f), z = s * s, w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
+    const double t2 =
+        z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    const double hfsq = 0.5 * f * f;
+    return (((s * (hfsq + (t2 + t1)) + (k * 1.90821492927058770002e-10 + c)) - hfsq) + f) + k * 6.93147180369123816490e-01;
+}
+
+// The exponent k (as a double, without an integer conversion) and the f of log_reduced_f64 of a
+// positive normal double's bits: 2^k (1 + f).
+inline void split_log_f64(std::uint64_t bits, double& k, double& f) {
+    const std::uint64_t i = bits + (0x3ff0000000000000u - 0x3fe6a09e667f3bcdu);
+    k = std::bit_cast<double>((i >> 52) | 0x4330000000000000u) - (4503599627370496.0 + 1023.0);
+    f = std::bit_cast<double>((i & 0x000fffffffffffffu) + 0x3fe6a09e667f3bcdu) - 1.0;
+}
+
+// log of an f64, as log_f32: subnormals scaled by 2^52 first. Within 1 ulp of log.
+inline double log_f64(double x) {
+    const bool sub = x < 2.2250738585072014e-308;
+    double k, f;
+    split_log_f64(std::bit_cast<std::uint64_t>(sub ? x * 4503599627370496.0 : x), k, f);
+    const double r = log_reduced_f64(f, sub ? k - 52.0 : k, 0.0);
+    const double low = x == 0.0 ? -INFINITY : x < 0.0 ? NAN : r;
+    return x != x || x == INFINITY ? x : low;
+}
+
+// log(1 + x) of an f64, as log1p_f32. Within 1 ulp of log1p.
+inline double log1p_f64(double x) {
+    const double u = 1.0 + x;
+    double ku, fu;
+    split_log_f64(std::bit_cast<std::uint64_t>(u), ku, fu);
+    double c = ku >= 2.0 ? 1.0 - (u - x) : x - (u - 1.0);
+    c = ku < 54.0 ? c / u : 0.0;
+    const bool near = x > -0.29289321881345248 && x < 0.41421356237309515;
+    const double r = log_reduced_f64(near ? x : fu, near ? 0.0 : ku, near ? 0.0 : c);
+    // |x| < 2^-54: x (1 + x rounds to 1). x = -1: -inf; x < -1 or NaN: NaN; x = inf: inf.
+    const double tiny = std::fabs(x) < 0x1p-54 ? x : r;
+    const double low = x == -1.0 ? -INFINITY : x < -1.0 ? NAN : tiny;
+    return x != x || x == INFINITY ? x : low;
+}
+
+// At the compute dtype.
+inline float exp_of(float x) { return exp_f32(x); }
+inline double exp_of(double x) { return exp_f64(x); }
+inline float log_of(float x) { return log_f32(x); }
+inline double log_of(double x) { return log_f64(x); }
+inline float log1p_of(float x) { return log1p_f32(x); }
+inline double log1p_of(double x) { return log1p_f64(x); }
+
+// The logistic function, stable on both sides: 1 / (1 + e) for x >= 0, e / (1 + e) below, with
+// one e = exp(-|x|) for both (lane loops compute both sides; the bits of exp(-x) and exp(x)).
+template <typename T>
+inline T sigmoid_of(T x) {
+    const T e = exp_of(-std::fabs(x));
+    return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
+}
+
+// log(1 + exp(x)), stable on both sides: max(x, 0) + log1p(exp(-|x|)), one exp and one log1p
+// (the bits of x + log1p(exp(-x)) above 0 and of log1p(exp(x)) below, checked over every f32).
 template <typename T>
 inline T softplus_of(T x) {
-    return x > T(0) ? x + log1p_of(exp_of(-x)) : log1p_of(exp_of(x));
+    const T m = x > T(0) ? x : T(0);
+    return m + log1p_of(exp_of(-std::fabs(x)));
 }
 
 // log(exp(a) + exp(b)): NaN if either is; +inf dominates, and both -inf give -inf (no inf - inf).

@@ -1,5 +1,6 @@
-// scanc's f32 exp, log and log1p (src/ir/float_math.h), which the reference executor and the CPU
-// backend share, against the C library's f64 functions rounded to f32.
+// scanc's exp, log and log1p (src/ir/float_math.h), which the reference executor and the CPU
+// backend share: f32 against the C library's f64 functions rounded to f32, f64 against its long
+// double ones rounded to f64.
 #include "../../src/ir/float_math.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <random>
 
 namespace scanc {
 namespace {
@@ -27,6 +29,16 @@ float exp_rounded(float x) { return static_cast<float>(std::exp(static_cast<doub
 float log_rounded(float x) { return static_cast<float>(std::log(static_cast<double>(x))); }
 float log1p_rounded(float x) { return static_cast<float>(std::log1p(static_cast<double>(x))); }
 
+// check(x) for every x within 64 representable values of each edge.
+template <typename T, typename Check>
+void check_around(std::initializer_list<T> edges, Check check) {
+    for (T edge : edges) {
+        T x = edge;
+        for (int k = 0; k < 64; ++k) x = std::nextafter(x, T(-INFINITY));
+        for (int k = 0; k < 128; ++k, x = std::nextafter(x, T(INFINITY))) check(x);
+    }
+}
+
 // The largest distance in ulps of f(x) from ref(x) over every 4099th bit pattern (about a
 // million floats of either sign, all exponents, NaNs left out) and every float within 64 ulps
 // of each of `edges`; `worst_at` receives where it was.
@@ -44,11 +56,7 @@ std::int64_t worst_ulps(F f, R ref, std::initializer_list<float> edges, float& w
         std::memcpy(&x, &bits, 4);
         if (!std::isnan(x)) check(x);
     }
-    for (float edge : edges) {
-        float x = edge;
-        for (int k = 0; k < 64; ++k) x = std::nextafter(x, -INFINITY);
-        for (int k = 0; k < 128; ++k, x = std::nextafter(x, INFINITY)) check(x);
-    }
+    check_around(edges, check);
     return worst;
 }
 
@@ -113,10 +121,95 @@ TEST(ExpF32, GivesTheSpecialValuesOfExp) {
     EXPECT_EQ(exp_f32(1000.0f), INFINITY);
 }
 
-TEST(ExpF32, F64LeavesExpLogAndLog1pToTheCLibrary) {
-    for (double x : {-700.0, -1.5, 0.25, 1.0, 3.0, 709.0}) EXPECT_EQ(exp_of(x), std::exp(x));
-    for (double x : {1e-310, 0.25, 1.0, 3.0, 1e300}) EXPECT_EQ(log_of(x), std::log(x));
-    for (double x : {-0.75, 1e-300, 0.25, 1.0, 1e300}) EXPECT_EQ(log1p_of(x), std::log1p(x));
+// The same for f64: distance in ulps, and the worst over 2^20 random bit patterns (NaNs left
+// out), 2^20 draws from [lo, hi), and every double within 64 ulps of each of `edges`.
+std::int64_t ulps_apart(double a, double b) {
+    auto ordered = [](double d) {
+        std::int64_t i;
+        std::memcpy(&i, &d, 8);
+        return i < 0 ? std::numeric_limits<std::int64_t>::min() - i : i;
+    };
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<std::int64_t>::max();
+    const std::int64_t x = ordered(a), y = ordered(b);
+    return x > y ? x - y : y - x;
+}
+
+template <typename F, typename R>
+std::int64_t worst_ulps_f64(F f, R ref, double lo, double hi, std::initializer_list<double> edges, double& worst_at) {
+    std::int64_t worst = 0;
+    auto check = [&](double x) {
+        const std::int64_t d = ulps_apart(f(x), static_cast<double>(ref(static_cast<long double>(x))));
+        if (d > worst) worst = d, worst_at = x;
+    };
+    std::mt19937_64 bits(7);
+    std::uniform_real_distribution<double> draw(lo, hi);
+    for (int k = 0; k < (1 << 20); ++k) {
+        double x;
+        const std::uint64_t b = bits();
+        std::memcpy(&x, &b, 8);
+        if (!std::isnan(x)) check(x);
+        check(draw(bits));
+    }
+    check_around(edges, check);
+    return worst;
+}
+
+TEST(ExpF64, IsWithinOneUlpOfExp) {
+    ASSERT_GE(std::numeric_limits<long double>::digits, 64) << "the reference needs a long double wider than double";
+    // Edges: overflow, the smallest normal result, the smallest subnormal, zero, and where the
+    // reduction's n steps.
+    double at = 0;
+    EXPECT_LE(worst_ulps_f64(exp_f64, [](long double x) { return std::exp(x); }, -746.0, 710.0,
+                             {709.782712893384, -708.3964185322641, -745.1332191019411, 0.0, 0.34657359027997264}, at),
+              1)
+        << "at " << at;
+}
+
+TEST(LogF64, IsWithinOneUlpOfLog) {
+    ASSERT_GE(std::numeric_limits<long double>::digits, 64);
+    // Edges: the smallest normal (below it the input is scaled first), 1, sqrt(2) and the
+    // largest double.
+    double at = 0;
+    EXPECT_LE(worst_ulps_f64(log_f64, [](long double x) { return std::log(x); }, 0.0, 4.0,
+                             {2.2250738585072014e-308, 1.0, 1.4142135623730951, std::numeric_limits<double>::max()}, at),
+              1)
+        << "at " << at;
+}
+
+TEST(Log1pF64, IsWithinOneUlpOfLog1p) {
+    ASSERT_GE(std::numeric_limits<long double>::digits, 64);
+    // Edges: -1, where 1 + x leaves [sqrt(2)/2, sqrt(2)) on either side, 2^-54 (below it the
+    // result is x), and 1.
+    double at = 0;
+    EXPECT_LE(worst_ulps_f64(log1p_f64, [](long double x) { return std::log1p(x); }, -1.0, 4.0,
+                             {-1.0, -0.29289321881345248, 0.41421356237309515, 0x1p-54, 1.0}, at),
+              1)
+        << "at " << at;
+}
+
+TEST(ExpF64, GivesTheSpecialValuesOfExpLogAndLog1p) {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), tiny = std::numeric_limits<double>::denorm_min();
+    EXPECT_EQ(exp_f64(0.0), 1.0);
+    EXPECT_EQ(exp_f64(INFINITY), INFINITY);
+    EXPECT_EQ(exp_f64(-INFINITY), 0.0);
+    EXPECT_TRUE(std::isnan(exp_f64(nan)));
+    EXPECT_EQ(exp_f64(709.79), INFINITY);  // past ln(DBL_MAX) = 709.7827
+    EXPECT_EQ(exp_f64(-745.1), tiny);
+    EXPECT_EQ(exp_f64(-746.0), 0.0);
+    EXPECT_EQ(log_f64(1.0), 0.0);
+    EXPECT_EQ(log_f64(0.0), -INFINITY);
+    EXPECT_EQ(log_f64(-0.0), -INFINITY);
+    EXPECT_TRUE(std::isnan(log_f64(-1.0)));
+    EXPECT_TRUE(std::isnan(log_f64(nan)));
+    EXPECT_EQ(log_f64(INFINITY), INFINITY);
+    EXPECT_EQ(log_f64(tiny), std::log(tiny));
+    EXPECT_EQ(log1p_f64(0.0), 0.0);
+    EXPECT_TRUE(std::signbit(log1p_f64(-0.0)));
+    EXPECT_EQ(log1p_f64(tiny), tiny);
+    EXPECT_EQ(log1p_f64(-1.0), -INFINITY);
+    EXPECT_TRUE(std::isnan(log1p_f64(-1.5)));
+    EXPECT_TRUE(std::isnan(log1p_f64(nan)));
+    EXPECT_EQ(log1p_f64(INFINITY), INFINITY);
 }
 
 }  // namespace

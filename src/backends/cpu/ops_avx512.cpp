@@ -2,8 +2,8 @@
 // time by ops_dispatch.cpp only on CPUs that have AVX-512F): the register kernel of fix-ups
 // (ops_seg_local.inc), whole rows in registers (ops_row_scan.inc), the broadcast op variants
 // of the fix-ups' phase 3 (ops_variants.inc), the lane loops of the arithmetic ops (plain, tee
-// and streaming) and of f32 exp, log, log1p, sigmoid and softplus (scanc's straight-line
-// functions, float_math.h), where an elementwise prologue and a scan's carry rows spend most of
+// and streaming) and of f32 and f64 exp, log, log1p, sigmoid, softplus and logaddexp (scanc's
+// straight-line functions, float_math.h), where an elementwise prologue and a scan's carry rows spend most of
 // their time. The rest of the op table stays AVX2.
 #include <cmath>
 #include <cstdint>
@@ -28,8 +28,8 @@ namespace {
 #include "ops_variants.inc"
 
 // The lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
-// lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 exp, log, log1p, sigmoid,
-// softplus; null for the rest of the table.
+// lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 and f64 exp, log, log1p,
+// sigmoid, softplus and logaddexp; null for the rest of the table.
 template <Op O>
 using ArithmeticF = std::conditional_t<O == Op::Add, AddF,
                     std::conditional_t<O == Op::Sub, SubF, std::conditional_t<O == Op::Mul, MulF, DivF>>>;
@@ -38,20 +38,29 @@ struct PlainOps {
     template <class T, Op O> static constexpr OpFn binary = &binary_loop<T, ArithmeticF<O>>;
     template <class T, bool P> static constexpr OpFn mul_add = &mul_add_loop<T, P>;
 };
+template <typename T> OpFn transcendental(Op op) {
+    switch (op) {
+        case Op::Exp: return &unary_loop<T, ExpF>;
+        case Op::Log: return &unary_loop<T, LogF>;
+        case Op::Log1p: return &unary_loop<T, Log1pF>;
+        case Op::Sigmoid: return &unary_loop<T, SigmoidF>;
+        case Op::Softplus: return &unary_loop<T, SoftplusF>;
+        default: return nullptr;
+    }
+}
 OpFn lookup_lanes_of(const OpKey& k) {
     if (k.bcast) return nullptr;  // lookup_bcast_of
     if (k.tee) return lookup_tee_of(k);
     if (k.stream) return lookup_variant<StreamOps>(k);
-    if (k.kind != OpKind::Unary) return lookup_variant<PlainOps>(k);
-    if (k.t != DType::F32) return nullptr;
-    switch (k.op) {
-        case Op::Exp: return &unary_loop<float, ExpF>;
-        case Op::Log: return &unary_loop<float, LogF>;
-        case Op::Log1p: return &unary_loop<float, Log1pF>;
-        case Op::Sigmoid: return &unary_loop<float, SigmoidF>;
-        case Op::Softplus: return &unary_loop<float, SoftplusF>;
-        default: return nullptr;
+    if (k.kind == OpKind::Binary && k.op == Op::LogAddExp) {
+        if (k.t == DType::F32) return &binary_loop<float, LogAddExpF>;
+        if (k.t == DType::F64) return &binary_loop<double, LogAddExpF>;
+        return nullptr;
     }
+    if (k.kind != OpKind::Unary) return lookup_variant<PlainOps>(k);
+    if (k.t == DType::F32) return transcendental<float>(k.op);
+    if (k.t == DType::F64) return transcendental<double>(k.op);
+    return nullptr;
 }
 }  // namespace
 }  // namespace avx512
