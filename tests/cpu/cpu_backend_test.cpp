@@ -148,6 +148,10 @@ TEST(CpuBackend, MambaRunsAsOneFusedStageAndMatchesTheReference) {
         in.add(DType::F32, {b, l, d}, Values::Unit, Layout::Contiguous, rng);
         in.add(DType::F32, {b, l, d}, Values::Decay, Layout::Transposed, rng);
         in.add(DType::F32, {d}, Values::Unit, Layout::Contiguous, rng);
+        // A <= 0, as in Mamba: exp(dt A) <= 1, so h stays finite over 5003 steps (where it
+        // overflows, a split's reassociated products may meet inf - inf and give NaN for -inf).
+        auto* A = static_cast<float*>(in.views.back().data);
+        for (std::int64_t k = 0; k < d; ++k) A[k] = -std::fabs(A[k]);
         expect_matches(p, in, 2, false, cat("mamba ", b, "x", l, "x", d));
     }
 }
@@ -171,6 +175,44 @@ TEST(CpuBackend, ScansAlongAMiddleDimMatchWhereGroupsAreOneRunOfContiguousLinesO
             in.add(DType::F32, {d}, Values::Unit, Layout::Contiguous, rng);
             expect_matches(mamba(), in, threads, false, cat("mamba ", b, "x", l, "x", d, " threads=", threads));
         }
+}
+
+// [B, L, D] along L with B x D lines too few to share out: the threads split L, each piece
+// taking the D neighbouring lines as lanes (run_stage.cpp, split_b_lines). The combine reads a
+// captured value per line (affine where it is positive, else a sum), so every lane must see its
+// own line's value and chain its own line's carries; exact on integers, so bitwise, both
+// directions, 1 to 4 threads, and Mamba's prologue reading A per line.
+TEST(CpuBackend, FewLinesSplitAlongAMiddleDimChainEachLineWithTheNeighbouringLinesAsLanes) {
+    auto f = trace_combine("affine_or_sum", 2, 1, [](auto& l, auto& r, auto& c) {
+        return Exprs{l[0] * r[0], where(c[0] > 0, r[0] * l[1] + r[1], l[1] + r[1])};
+    });
+    std::mt19937_64 rng(62);
+    for (bool reverse : {false, true}) {
+        ProgramBuilder pb("p");
+        Shape shape{pb.symbol("B"), pb.symbol("L"), pb.symbol("D")};
+        Expr a = pb.param("a", DType::I32, shape), b = pb.param("b", DType::I32, shape);
+        Expr c = pb.param("c", DType::I32, {shape[0], Size(1), shape[2]});
+        ProgramRef p = pb.build({pb.scan(f, {a, b}, 1, reverse, {c})[1]});
+        for (auto [bs, l, d] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 65537, 2}, {1, 100003, 3},
+                                {1, 4093, 4}, {1, 20011, 16}, {1, 9001, 17}, {1, 8191, 31}, {2, 30011, 8}, {3, 2049, 5}})
+            for (int threads : {1, 2, 3, 4}) {
+                Inputs in;
+                for (int i = 0; i < 2; ++i) in.add(DType::I32, {bs, l, d}, Values::SmallInts, Layout::Contiguous, rng);
+                in.add(DType::I32, {bs, 1, d}, Values::SmallInts, Layout::Contiguous, rng);
+                auto* cap = static_cast<std::int32_t*>(in.views.back().data);
+                for (std::int64_t k = 0; k < bs * d; ++k) cap[k] = k % 3 == 1 ? -1 : 1;  // both kinds of line
+                expect_matches(p, in, threads, true,
+                               cat(bs, "x", l, "x", d, " threads=", threads, " reverse=", reverse));
+                if (reverse) continue;
+                Inputs m;
+                m.add(DType::F32, {bs, l, d}, Values::Unit, Layout::Contiguous, rng);
+                m.add(DType::F32, {bs, l, d}, Values::Decay, Layout::Contiguous, rng);
+                m.add(DType::F32, {d}, Values::Decay, Layout::Contiguous, rng);
+                auto* A = static_cast<float*>(m.views.back().data);
+                for (std::int64_t k = 0; k < d; ++k) A[k] = -A[k];  // exp(dt A) < 1: h stays finite
+                expect_matches(mamba(), m, threads, false, cat("mamba ", bs, "x", l, "x", d, " threads=", threads));
+            }
+    }
 }
 
 TEST(CpuBackend, LiteralsInAFloatPrologueBecomeConstantsInsteadOfConversionsAtEveryStep) {

@@ -15,8 +15,9 @@
 // are bit-identical for a given thread count):
 //   - Lines mode: lanes are consecutive lines, each scanned whole and in order (also `ordered`).
 //     Groups are split evenly among threads.
-//   - Split mode, for few lines (Split-B: lanes are sub-ranges of one line) or few groups of
-//     long lines (Split-A: lanes are lines, steps split among threads): reduce-then-scan over
+//   - Split mode, for few lines (Split-B: lanes are sub-ranges of one line, or of the few lines
+//     after the walking dim side by side, split_b_lines) or few groups of long lines (Split-A:
+//     lanes are lines, steps split among threads): reduce-then-scan over
 //     superblocks small enough that each thread's part stays in L2, so memory is read about once:
 //     phase 1 reduces each lane, a barrier, phase 2 chains the totals in order into each lane's
 //     carry-in, phase 3 rescans from L2 with the carry and writes. Split-B of a generic stage
@@ -87,13 +88,24 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode,
     });
 }
 
-// Split modes. `lines_per_job` lines at a time (Split-A: a group; Split-B: one line) are
-// processed by all threads together, superblock by superblock.
+// Lines of a Split-B job: the lines after the walking dim (side by side in memory where the
+// tensors are contiguous), so that each piece of a line has them all as neighbouring lanes and a
+// tile row reads them as one run. One line at a time, a split along dim 1 of [1, 2^20, 16] read
+// the whole tensor once per line, element by element (296 ms, 2 threads; docs/benchmarks.md,
+// CPU, thirty-fourth session). One line where the stage fixes up (the walking dim is then the
+// contiguous one) and for one-op stages (their own serial path scans a lane at a time).
+int split_b_lines(const StageCode& code, const Layout& L, bool fix) {
+    if (fix || code.serial) return 1;
+    std::int64_t run = 1;
+    for (std::size_t k = L.d + 1; k < L.sizes.size(); ++k) run *= L.sizes[k];
+    return run > 1 && run <= kSubLanes && L.lines % run == 0 ? static_cast<int>(run) : 1;
+}
+
+// Split modes. Lines at a time (Split-A: a group; Split-B: split_b_lines) are processed by all
+// threads together, superblock by superblock.
 void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, bool split_b,
                std::vector<ThreadState>& ts) {
     int leaves = static_cast<int>(code.carry.size());
-    std::int64_t sb_steps = portion_steps(code, L, split_b) * threads;
-    std::int64_t jobs = split_b ? L.lines : ceil_div(L.lines, L.width);
 
     // totals[parity][thread], carry[parity]: double-buffered so one barrier per superblock
     // suffices (see the phase comments below).
@@ -108,6 +120,13 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
     // dispatch in phase 3. result(t) = carry ∘ local(t) by associativity.
     int dir = split_b ? fixup_dir(code, L) : 0;
     bool fix = dir != 0;
+    // Split-B: G lines a job, lane l of a piece walking line l % G from the piece's sub-range
+    // l / G, so item i of a thread's pieces belongs to line i % G.
+    const int G = split_b ? split_b_lines(code, L, fix) : 1;
+    std::int64_t jobs = split_b ? L.lines / G : ceil_div(L.lines, L.width);
+    // A superblock's steps, a G-th of one line's where a job walks G lines: a thread's part
+    // stays in L2 and its sub-ranges keep their length.
+    std::int64_t sb_steps = std::max<std::int64_t>(1, portion_steps(code, L, split_b) * threads / G);
 
     // Thread p's walking steps [a, b) of superblock `sb` (empty past the last).
     auto part = [&](std::int64_t sb, int p) -> std::pair<std::int64_t, std::int64_t> {
@@ -142,13 +161,13 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
             to.has[i] = has;
         };
         for (std::int64_t job = 0; job < jobs; ++job) {
-            int lanes = split_b ? 1
+            int lanes = split_b ? G
                                 : static_cast<int>(std::min<std::int64_t>(L.width, L.lines - job * L.width));
-            std::int64_t first_line = split_b ? job : job * L.width;
+            std::int64_t first_line = split_b ? job * G : job * L.width;
             auto select = [&](const Piece& pc) {
                 if (split_b)
-                    w.set_lanes(pc.lanes, [&](int) { return first_line; },
-                                [&](int l) { return pc.start + l * pc.steps; });
+                    w.set_lanes(pc.lanes, [&](int l) { return first_line + l % G; },
+                                [&](int l) { return pc.start + l / G * pc.steps; });
                 else
                     w.set_lanes(pc.lanes, [&](int l) { return first_line + l; },
                                 [&](int) { return pc.start; });
@@ -165,8 +184,10 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                 std::vector<Piece> pieces;
                 // A serial stage scans its part as one lane (SerialFn), others as many lanes.
                 if (b > a)
-                    pieces = split_b ? split_line(a, b, L.steps <= sb_steps, code.serial ? 1 : kSubLanes)
+                    pieces = split_b ? split_line(a, b, L.steps <= sb_steps, code.serial ? 1 : kSubLanes / G)
                                      : std::vector<Piece>{{lanes, a, b - a}};
+                if (split_b)
+                    for (auto& pc : pieces) pc.lanes *= G;
                 w.set_ahead(nullptr);
                 // Phase 1: reduce every lane of this thread's part (fix-up: scan it locally).
                 LaneValues& mine = totals[par][p];
@@ -194,16 +215,16 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                 bool last = p == threads - 1;
                 carry_in.resize(std::max(items, lanes));
                 if (last) next.resize(lanes);
-                for (int l = 0; l < (split_b ? 1 : lanes); ++l) {
+                for (int l = 0; l < lanes; ++l) {
                     std::copy(prev.at(l), prev.at(l) + leaves, run.data());
                     has = prev.has[l];
                     for (int q = 0; q < threads && (q <= p || last); ++q) {
                         LaneValues& t = totals[par][q];
                         int n = static_cast<int>(t.has.size());
-                        if (split_b) {
-                            for (int i = 0; i < n; ++i) {
+                        if (split_b) {  // line l's items, evaluated at lane l (line l)
+                            for (int i = l; i < n; i += G) {
                                 if (q == p) keep(carry_in, i);
-                                fold(0, t.at(i));
+                                fold(l, t.at(i));
                             }
                         } else {
                             if (q == p) keep(carry_in, l);
@@ -223,7 +244,7 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                     if (L.stream) stream_fence();
                     continue;
                 }
-                if (split_b && code.serial_block) w.set_ahead(part_of(sb + 1, first_line, p));
+                if (split_b && code.serial_block && G == 1) w.set_ahead(part_of(sb + 1, first_line, p));
                 for (int i = 0; auto& pc : pieces) {
                     select(pc);
                     LaneValues lane_carry{leaves, {}, {}};

@@ -12,6 +12,18 @@
 
 namespace scanc::cpu {
 
+// memcpy of a run of lanes, the common small sizes at a size known to the compiler (inline
+// moves instead of a call).
+inline void copy_run(std::byte* dst, const std::byte* src, int bytes) {
+    switch (bytes) {
+        case 8: std::memcpy(dst, src, 8); return;
+        case 16: std::memcpy(dst, src, 16); return;
+        case 32: std::memcpy(dst, src, 32); return;
+        case 64: std::memcpy(dst, src, 64); return;
+        default: std::memcpy(dst, src, static_cast<std::size_t>(bytes));
+    }
+}
+
 // Copies a tile of `len` steps x `n` lanes between memory and scratch (lanes contiguous).
 template <int E, bool Gather>
 void move_tile(int width, std::byte* tile, std::byte* base, const std::int64_t* off, int n, std::int64_t step,
@@ -25,13 +37,25 @@ void move_tile(int width, std::byte* tile, std::byte* base, const std::int64_t* 
         }
         return;
     }
-    for (int l = 0; l < n; ++l) {
+    // Runs of lanes next to each other in memory (a split's sub-ranges of several neighbouring
+    // lines, run_stage.cpp) move a run at a time.
+    for (int l = 0; l < n;) {
+        int r = 1;
+        while (l + r < n && off[l + r] == off[l] + r) ++r;
         std::byte* mem = base + (off[l] + t0 * step) * E;
         std::byte* row = tile + static_cast<std::ptrdiff_t>(l) * E;
-        for (int j = 0; j < len; ++j) {
-            if constexpr (Gather) std::memcpy(row + j * width * E, mem + j * step * E, E);
-            else std::memcpy(mem + j * step * E, row + j * width * E, E);
+        if (r == 1) {
+            for (int j = 0; j < len; ++j) {
+                if constexpr (Gather) std::memcpy(row + j * width * E, mem + j * step * E, E);
+                else std::memcpy(mem + j * step * E, row + j * width * E, E);
+            }
+        } else {
+            for (int j = 0; j < len; ++j) {
+                if constexpr (Gather) copy_run(row + j * width * E, mem + j * step * E, r * E);
+                else copy_run(mem + j * step * E, row + j * width * E, r * E);
+            }
         }
+        l += r;
     }
 }
 
