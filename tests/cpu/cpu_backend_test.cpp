@@ -197,7 +197,9 @@ TEST(CpuBackend, FewLinesSplitAlongAMiddleDimChainEachLineWithTheNeighbouringLin
                                 {1, 4093, 4}, {1, 20011, 16}, {1, 9001, 17}, {1, 8191, 31}, {2, 30011, 8}, {3, 2049, 5}})
             for (int threads : {1, 2, 3, 4}) {
                 Inputs in;
-                for (int i = 0; i < 2; ++i) in.add(DType::I32, {bs, l, d}, Values::SmallInts, Layout::Contiguous, rng);
+                // b transposed: its lanes are not neighbours in memory (moved element by element).
+                in.add(DType::I32, {bs, l, d}, Values::SmallInts, Layout::Contiguous, rng);
+                in.add(DType::I32, {bs, l, d}, Values::SmallInts, Layout::Transposed, rng);
                 in.add(DType::I32, {bs, 1, d}, Values::SmallInts, Layout::Contiguous, rng);
                 auto* cap = static_cast<std::int32_t*>(in.views.back().data);
                 for (std::int64_t k = 0; k < bs * d; ++k) cap[k] = k % 3 == 1 ? -1 : 1;  // both kinds of line
