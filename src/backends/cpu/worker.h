@@ -79,6 +79,36 @@ struct Layout {
         }
         return off;
     }
+    // line_offset of `count` consecutive lines from `line` on, plus start[i] steps, into out:
+    // the divisions once, then an odometer over the line dims (a group of many one-step lines
+    // spent 80% of its time in the divisions: Mamba with L = 1; docs/benchmarks.md, CPU,
+    // thirty-fourth session).
+    void line_offsets(const Slot& s, std::int64_t line, int count, const std::int64_t* start,
+                      std::int64_t* out) const {
+        constexpr std::size_t kDigits = 8;
+        const std::size_t dims = line_dims.size();
+        if (dims > kDigits || count == 1) {
+            for (int i = 0; i < count; ++i) out[i] = line_offset(s, line + i) + start[i] * s.step;
+            return;
+        }
+        std::int64_t digit[kDigits];
+        std::int64_t off = s.walk0;
+        for (std::size_t k = dims; k-- > 0;) {
+            std::int64_t n = sizes[line_dims[k]];
+            digit[k] = line % n;
+            off += digit[k] * s.strides[line_dims[k]];
+            line /= n;
+        }
+        for (int i = 0; i < count; ++i) {
+            out[i] = off + start[i] * s.step;
+            for (std::size_t k = dims; k-- > 0;) {  // the next line: the innermost digit up, carries out
+                off += s.strides[line_dims[k]];
+                if (++digit[k] < sizes[line_dims[k]]) break;
+                off -= sizes[line_dims[k]] * s.strides[line_dims[k]];
+                digit[k] = 0;
+            }
+        }
+    }
 };
 
 inline Slot make_slot(const TensorView& v, const Layout& L, bool reverse) {
@@ -200,20 +230,28 @@ public:
     void set_lanes(int n, LineFn line, StartFn start) {
         n_ = n;
         start_.resize(n);
-        for (int l = 0; l < n; ++l) start_[l] = start(l);
+        lines_.resize(n);
+        runs_.clear();
+        for (int l = 0; l < n; ++l) {
+            start_[l] = start(l), lines_[l] = line(l);
+            if (l == 0 || lines_[l] != lines_[l - 1] + 1) runs_.push_back(l);
+        }
+        runs_.push_back(n);
         auto fill = [&](const std::vector<Slot>& slots, std::vector<std::vector<std::int64_t>>& off,
                         std::vector<bool>& contig, std::vector<std::int64_t>& stride) {
             for (std::size_t s = 0; s < slots.size(); ++s) {
                 bool c = true;
                 std::int64_t* o = off[s].data();
-                for (int l = 0; l < n; ++l) {
-                    o[l] = L_.line_offset(slots[s], line(l)) + start(l) * slots[s].step;
-                    c = c && o[l] == o[0] + l;
+                // A run of consecutive lines at a time (line_offsets).
+                for (std::size_t k = 0; k + 1 < runs_.size(); ++k)
+                    L_.line_offsets(slots[s], lines_[runs_[k]], runs_[k + 1] - runs_[k], start_.data() + runs_[k],
+                                    o + runs_[k]);
+                std::int64_t ls = n > 1 ? o[1] - o[0] : 1;
+                for (int l = 1; l < n; ++l) {
+                    c = c && o[l] == o[l - 1] + 1;
+                    if (o[l] - o[l - 1] != ls) ls = kIrregular;
                 }
                 contig[s] = c;
-                std::int64_t ls = n > 1 ? o[1] - o[0] : 1;
-                for (int l = 2; l < n && ls != kIrregular; ++l)
-                    if (o[l] - o[l - 1] != ls) ls = kIrregular;
                 stride[s] = ls;
             }
         };
@@ -758,6 +796,8 @@ private:
     Frame f_;
     int n_ = 0;
     std::vector<std::int64_t> start_;  // per lane: walking step of its first element
+    std::vector<std::int64_t> lines_;  // per lane: its line
+    std::vector<int> runs_;            // first lanes of runs of consecutive lines, then n
     const std::byte* ahead_ = nullptr;  // set_ahead
     std::vector<PtrWalk> walks_, next_walks_;
     std::vector<Staged> staged_, ahead_rows_;  // ahead_rows_: in-place input rows to prefetch
