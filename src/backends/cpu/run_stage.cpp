@@ -96,8 +96,7 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode,
 // contiguous one) and for one-op stages (their own serial path scans a lane at a time).
 int split_b_lines(const StageCode& code, const Layout& L, bool fix) {
     if (fix || code.serial) return 1;
-    std::int64_t run = 1;
-    for (std::size_t k = L.d + 1; k < L.sizes.size(); ++k) run *= L.sizes[k];
+    const std::int64_t run = L.run_lines();
     return run > 1 && run <= kSubLanes && L.lines % run == 0 ? static_cast<int>(run) : 1;
 }
 
@@ -326,8 +325,7 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     // groups of 512 lines over runs of 256, 18 ms). Groups as wide as a run, or an even share
     // of one, read in place.
     if (inner_lanes) {
-        std::int64_t run = 1;
-        for (std::size_t k = L.d + 1; k < L.sizes.size(); ++k) run *= L.sizes[k];
+        const std::int64_t run = L.run_lines();
         const std::int64_t parts = ceil_div(run, L.width);
         if (run >= kSubLanes && run % parts == 0) L.width = static_cast<int>(run / parts);
     }

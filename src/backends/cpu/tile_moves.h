@@ -12,15 +12,17 @@
 
 namespace scanc::cpu {
 
-// memcpy of a run of lanes, the common small sizes at a size known to the compiler (inline
-// moves instead of a call).
-inline void copy_run(std::byte* dst, const std::byte* src, int bytes) {
-    switch (bytes) {
+// memcpy of a run of r lanes of E bytes, the common sizes known to the compiler (inline moves
+// instead of a call).
+template <int E>
+inline void copy_run(std::byte* dst, const std::byte* src, int r) {
+    if (r == 1) return void(std::memcpy(dst, src, E));
+    switch (r * E) {
         case 8: std::memcpy(dst, src, 8); return;
         case 16: std::memcpy(dst, src, 16); return;
         case 32: std::memcpy(dst, src, 32); return;
         case 64: std::memcpy(dst, src, 64); return;
-        default: std::memcpy(dst, src, static_cast<std::size_t>(bytes));
+        default: std::memcpy(dst, src, static_cast<std::size_t>(r) * E);
     }
 }
 
@@ -44,16 +46,9 @@ void move_tile(int width, std::byte* tile, std::byte* base, const std::int64_t* 
         while (l + r < n && off[l + r] == off[l] + r) ++r;
         std::byte* mem = base + (off[l] + t0 * step) * E;
         std::byte* row = tile + static_cast<std::ptrdiff_t>(l) * E;
-        if (r == 1) {
-            for (int j = 0; j < len; ++j) {
-                if constexpr (Gather) std::memcpy(row + j * width * E, mem + j * step * E, E);
-                else std::memcpy(mem + j * step * E, row + j * width * E, E);
-            }
-        } else {
-            for (int j = 0; j < len; ++j) {
-                if constexpr (Gather) copy_run(row + j * width * E, mem + j * step * E, r * E);
-                else copy_run(mem + j * step * E, row + j * width * E, r * E);
-            }
+        for (int j = 0; j < len; ++j) {
+            if constexpr (Gather) copy_run<E>(row + j * width * E, mem + j * step * E, r);
+            else copy_run<E>(mem + j * step * E, row + j * width * E, r);
         }
         l += r;
     }
