@@ -1,10 +1,10 @@
 // Float functions as scanc defines them, shared by the reference executor, constant folding and
-// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log and log1p of
-// f32 and f64, and the formulas built on them (sigmoid, softplus, logaddexp). glibc's are a call
-// per element; these are straight-line arithmetic that the compiler turns into SIMD code in the
-// CPU backend's lane loops, with the same bits at every ISA (no FMA contraction, no table
-// lookups, no conversions between f64 and 64-bit integers, which AVX2 lacks). Each is within 1
-// ulp (tests/ir/float_math_test.cpp).
+// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log, log1p, expm1
+// and tanh of f32 and f64, and the formulas built on them (sigmoid, softplus, logaddexp).
+// glibc's are a call per element; these are straight-line arithmetic that the compiler turns
+// into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
+// contraction, no table lookups, no conversions between f64 and 64-bit integers, which AVX2
+// lacks). Each is within 1 ulp (tests/ir/float_math_test.cpp).
 #pragma once
 
 #include <bit>
@@ -176,6 +176,90 @@ inline double log1p_f64(double x) {
     return x != x || x == INFINITY ? x : low;
 }
 
+// exp(x) - 1 of an f64 (fdlibm's expm1 and its coefficients), every case computed and the right
+// one selected: x = k ln 2 + r + c, |r| <= ln 2 / 2, expm1(r) by a rational form in r^2, then
+// 2^k (1 + expm1(r)) - 1 arranged per k so that no bits cancel. k = round(x / ln 2) covers
+// fdlibm's k = 0 and +-1 cases (hi and lo are then x and 0, or x -+ ln 2's parts). Within 1 ulp.
+inline double expm1_f64(double x) {
+    // Below -40 the result is -1 (exp(-40) is under half an ulp of 1); above 710, inf.
+    double a = x > -40.0 ? x : -40.0;
+    a = a < 710.0 ? a : 710.0;
+    constexpr double kRound = 6755399441055744.0;
+    const double t = a * 1.44269504088896338700 + kRound, k = t - kRound;
+    const std::int64_t ki = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(t) - std::bit_cast<std::uint64_t>(kRound));
+    const double hi = a - k * 6.93147180369123816490e-01, lo = k * 1.90821492927058770002e-10;
+    const double r = hi - lo, c = (hi - r) - lo;
+    const double hfx = 0.5 * r, hxs = r * hfx;
+    const double r1 = 1.0 + hxs * (-3.33333333333331316428e-02 +
+                                   hxs * (1.58730158725481460165e-03 +
+                                          hxs * (-7.93650757867487942473e-05 + hxs * (4.00821782732936239552e-06 + hxs * -2.01099218183624371326e-07))));
+    const double q = 3.0 - r1 * hfx;
+    const double e0 = hxs * ((r1 - q) / (6.0 - r * q));
+    const double e = (r * (e0 - c) - c) - hxs;
+    // 2^-k for 2 <= k <= 56 (garbage elsewhere, where it is not selected).
+    const double two_minus_k = std::bit_cast<double>(static_cast<std::uint64_t>(1023 - ki) << 52);
+    const double k0 = r - (r * e0 - hxs);
+    const double k_minus_1 = 0.5 * (r - e) - 0.5;
+    const double k_1 = r < -0.25 ? -2.0 * (e - (r + 0.5)) : 1.0 + 2.0 * (r - e);
+    const double y_far = 1.0 - (e - r);
+    const double y_low = (1.0 - two_minus_k) - (e - r);
+    const double y_high = (r - (e + two_minus_k)) + 1.0;
+    // k <= -2 or k >= 57 as one comparison (a compound one keeps GCC from vectorizing the loop).
+    const bool far_k = std::fabs(k - 27.5) > 29.0;
+    const double y = far_k ? y_far : k < 20.0 ? y_low : y_high;
+    const std::int64_t k1 = static_cast<std::int64_t>(static_cast<std::uint64_t>(ki + 2048) >> 1) - 1024;
+    const double scaled = times_two_powers(y, k1, ki - k1);
+    const double far = far_k ? scaled - 1.0 : scaled;
+    const double v = k == 0.0 ? k0 : k == -1.0 ? k_minus_1 : k == 1.0 ? k_1 : far;
+    // |x| < 2^-54: x itself (keeps -0).
+    const double tiny = std::fabs(x) < 0x1p-54 ? x : v;
+    return x != x ? x : tiny;
+}
+
+// tanh of an f64: x + x^3 P(x^2) below 0.625 (a degree-11 fit in x^2, least squares on
+// Chebyshev nodes, 2^-56 relative), 1 - 2 / (expm1(2|x|) + 2) above (1 once expm1 overflows),
+// the sign of x. fdlibm's -t / (t + 2) with t = expm1(-2|x|) below 1 reads 2 ulp; the
+// polynomial keeps its rounding error in a term under x / 7. Both forms computed. Within 1 ulp.
+inline double tanh_f64(double x) {
+    const double a = std::fabs(x), z = a * a;
+    double p = 6.03122660263008e-06;
+    p = p * z + -3.0160663062913175e-05;
+    p = p * z + 9.153093608172281e-05;
+    p = p * z + -0.00023699538163262211;
+    p = p * z + 0.0005894456214566338;
+    p = p * z + -0.001455724403739675;
+    p = p * z + 0.0035921137418269277;
+    p = p * z + -0.008863234284130923;
+    p = p * z + 0.021869488466722938;
+    p = p * z + -0.05396825396597651;
+    p = p * z + 0.1333333333332957;
+    p = p * z + -0.3333333333333331;
+    const double near = a + a * (z * p);
+    const double far = 1.0 - 2.0 / (expm1_f64(2.0 * a) + 2.0);
+    const double s = std::copysign(a < 0.625 ? near : far, x);
+    return x != x ? x : s;
+}
+
+// f32 expm1 and tanh, computed in f64 on exp_f64 (cheaper than the f64 functions above, whose
+// care for the last f64 bit an f32 result does not need): exp(x) - 1 loses at most 2^-33 of
+// the result for |x| >= 2^-20, and below, x (1 + x/2 + x^2/6) is exact to 2^-52. tanh = (1 - e) /
+// (1 + e) with e = exp(-2|x|) loses at most 2^-42 for |x| >= 2^-10; below, x - x^3/3 is
+// exact to 2^-42. Each then rounds once to f32: within 1 ulp.
+inline float expm1_f32(float x) {
+    const double d = x;
+    const double near = d * (1.0 + d * (0.5 + d * (1.0 / 6.0)));  // keeps -0
+    const double e = exp_f64(d) - 1.0;
+    return static_cast<float>(std::fabs(d) < 0x1p-20 ? near : e);
+}
+
+inline float tanh_f32(float x) {
+    const double a = std::fabs(static_cast<double>(x));
+    const double near = a - a * (a * a) * (1.0 / 3.0);
+    const double e = exp_f64(-2.0 * a);
+    const double t = std::copysign(a < 0x1p-10 ? near : (1.0 - e) / (1.0 + e), static_cast<double>(x));
+    return static_cast<float>(t);
+}
+
 // At the compute dtype.
 inline float exp_of(float x) { return exp_f32(x); }
 inline double exp_of(double x) { return exp_f64(x); }
@@ -183,6 +267,10 @@ inline float log_of(float x) { return log_f32(x); }
 inline double log_of(double x) { return log_f64(x); }
 inline float log1p_of(float x) { return log1p_f32(x); }
 inline double log1p_of(double x) { return log1p_f64(x); }
+inline float expm1_of(float x) { return expm1_f32(x); }
+inline double expm1_of(double x) { return expm1_f64(x); }
+inline float tanh_of(float x) { return tanh_f32(x); }
+inline double tanh_of(double x) { return tanh_f64(x); }
 
 // The logistic function, stable on both sides: 1 / (1 + e) for x >= 0, e / (1 + e) below, with
 // one e = exp(-|x|) for both (lane loops compute both sides; the bits of exp(-x) and exp(x)).

@@ -110,11 +110,11 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Exp: return out(exp_of(x));
         case Op::Log: return out(log_of(x));
         case Op::Log1p: return out(log1p_of(x));
-        case Op::Expm1: return out(std::expm1(x));
+        case Op::Expm1: return out(expm1_of(x));
         case Op::Sqrt: return out(std::sqrt(x));
         case Op::Rsqrt: return out(T(1) / std::sqrt(x));
         case Op::Abs: return out(std::fabs(x));
-        case Op::Tanh: return out(std::tanh(x));
+        case Op::Tanh: return out(tanh_of(x));
         case Op::Sigmoid: return out(sigmoid_of(x));
         case Op::Softplus: return out(softplus_of(x));
         case Op::Sin: return out(std::sin(x));

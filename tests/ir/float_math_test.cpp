@@ -1,5 +1,5 @@
-// scanc's exp, log and log1p (src/ir/float_math.h), which the reference executor and the CPU
-// backend share: f32 against the C library's f64 functions rounded to f32, f64 against its long
+// scanc's exp, log, log1p, expm1 and tanh (src/ir/float_math.h), which the reference executor
+// and the CPU backend share: f32 against the C library's f64 functions rounded to f32, f64 against its long
 // double ones rounded to f64.
 #include "../../src/ir/float_math.h"
 
@@ -28,6 +28,8 @@ std::int64_t ulps_apart(float a, float b) {
 float exp_rounded(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
 float log_rounded(float x) { return static_cast<float>(std::log(static_cast<double>(x))); }
 float log1p_rounded(float x) { return static_cast<float>(std::log1p(static_cast<double>(x))); }
+float expm1_rounded(float x) { return static_cast<float>(std::expm1(static_cast<double>(x))); }
+float tanh_rounded(float x) { return static_cast<float>(std::tanh(static_cast<double>(x))); }
 
 // check(x) for every x within 64 representable values of each edge.
 template <typename T, typename Check>
@@ -121,6 +123,37 @@ TEST(ExpF32, GivesTheSpecialValuesOfExp) {
     EXPECT_EQ(exp_f32(1000.0f), INFINITY);
 }
 
+TEST(Expm1F32, IsWithinOneUlpOfExpm1AcrossEveryBinade) {
+    // Edges: 0, where the reduction's k leaves 0 and 1 (ln 2 / 2, 3 ln 2 / 2), overflow, and
+    // where the result reaches -1.
+    float at = 0;
+    EXPECT_LE(worst_ulps(expm1_f32, expm1_rounded, {0.0f, 0.34657359f, -0.34657359f, 1.03972077f, 88.7228394f, -17.3286795f}, at), 1)
+        << "at " << at;
+}
+
+TEST(TanhF32, IsWithinOneUlpOfTanhAcrossEveryBinade) {
+    // Edges: 0, 0.625 (where the polynomial gives way to expm1) and where the result reaches 1.
+    float at = 0;
+    EXPECT_LE(worst_ulps(tanh_f32, tanh_rounded, {0.0f, 0.625f, -0.625f, 9.01091290f}, at), 1) << "at " << at;
+}
+
+TEST(TanhF32, GivesTheSpecialValuesOfTanhAndExpm1) {
+    EXPECT_EQ(tanh_f32(0.0f), 0.0f);
+    EXPECT_TRUE(std::signbit(tanh_f32(-0.0f)));
+    EXPECT_EQ(tanh_f32(INFINITY), 1.0f);
+    EXPECT_EQ(tanh_f32(-INFINITY), -1.0f);
+    EXPECT_EQ(tanh_f32(20.0f), 1.0f);
+    EXPECT_EQ(tanh_f32(std::numeric_limits<float>::denorm_min()), std::numeric_limits<float>::denorm_min());
+    EXPECT_TRUE(std::isnan(tanh_f32(std::numeric_limits<float>::quiet_NaN())));
+    EXPECT_EQ(expm1_f32(0.0f), 0.0f);
+    EXPECT_TRUE(std::signbit(expm1_f32(-0.0f)));
+    EXPECT_EQ(expm1_f32(INFINITY), INFINITY);
+    EXPECT_EQ(expm1_f32(-INFINITY), -1.0f);
+    EXPECT_EQ(expm1_f32(89.0f), INFINITY);
+    EXPECT_EQ(expm1_f32(-100.0f), -1.0f);
+    EXPECT_TRUE(std::isnan(expm1_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
 // The same for f64: distance in ulps, and the worst over 2^20 random bit patterns (NaNs left
 // out), 2^20 draws from [lo, hi), and every double within 64 ulps of each of `edges`.
 std::int64_t ulps_apart(double a, double b) {
@@ -185,6 +218,49 @@ TEST(Log1pF64, IsWithinOneUlpOfLog1p) {
                              {-1.0, -0.29289321881345248, 0.41421356237309515, 0x1p-54, 1.0}, at),
               1)
         << "at " << at;
+}
+
+TEST(Expm1F64, IsWithinOneUlpOfExpm1) {
+    ASSERT_GE(std::numeric_limits<long double>::digits, 64);
+    // Edges: 2^-54 (below it the result is x), where the reduction's k leaves 0, +-1 and 19
+    // (ln 2 / 2, 3 ln 2 / 2, 39 ln 2 / 2), where 2^k (1 + p) - 1 changes form (k = 56),
+    // overflow, and where the result reaches -1.
+    double at = 0;
+    EXPECT_LE(worst_ulps_f64(expm1_f64, [](long double x) { return std::expm1(x); }, -4.0, 4.0,
+                             {0x1p-54, -0x1p-54, 0.34657359027997264, -0.34657359027997264, 1.0397207708399179,
+                              -1.0397207708399179, 13.516370020918933, 39.16281570163691, 709.782712893384, -37.42994775023705},
+                             at),
+              1)
+        << "at " << at;
+}
+
+TEST(TanhF64, IsWithinOneUlpOfTanh) {
+    ASSERT_GE(std::numeric_limits<long double>::digits, 64);
+    // Edges: 0, 0.625 (where the polynomial gives way to expm1) and where the result reaches 1.
+    double at = 0;
+    EXPECT_LE(worst_ulps_f64(tanh_f64, [](long double x) { return std::tanh(x); }, -3.0, 3.0,
+                             {0.0, 0.625, -0.625, 19.061547465398498}, at),
+              1)
+        << "at " << at;
+}
+
+TEST(TanhF64, GivesTheSpecialValuesOfTanhAndExpm1) {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), tiny = std::numeric_limits<double>::denorm_min();
+    EXPECT_EQ(tanh_f64(0.0), 0.0);
+    EXPECT_TRUE(std::signbit(tanh_f64(-0.0)));
+    EXPECT_EQ(tanh_f64(INFINITY), 1.0);
+    EXPECT_EQ(tanh_f64(-INFINITY), -1.0);
+    EXPECT_EQ(tanh_f64(40.0), 1.0);
+    EXPECT_EQ(tanh_f64(tiny), tiny);
+    EXPECT_TRUE(std::isnan(tanh_f64(nan)));
+    EXPECT_EQ(expm1_f64(0.0), 0.0);
+    EXPECT_TRUE(std::signbit(expm1_f64(-0.0)));
+    EXPECT_EQ(expm1_f64(tiny), tiny);
+    EXPECT_EQ(expm1_f64(INFINITY), INFINITY);
+    EXPECT_EQ(expm1_f64(-INFINITY), -1.0);
+    EXPECT_EQ(expm1_f64(709.79), INFINITY);  // past ln(DBL_MAX) = 709.7827
+    EXPECT_EQ(expm1_f64(-1000.0), -1.0);
+    EXPECT_TRUE(std::isnan(expm1_f64(nan)));
 }
 
 TEST(ExpF64, GivesTheSpecialValuesOfExpLogAndLog1p) {

@@ -2,9 +2,9 @@
 // time by ops_dispatch.cpp only on CPUs that have AVX-512F): the register kernel of fix-ups
 // (ops_seg_local.inc), whole rows in registers (ops_row_scan.inc), the broadcast op variants
 // of the fix-ups' phase 3 (ops_variants.inc), the lane loops of the arithmetic ops (plain, tee
-// and streaming) and of f32 and f64 exp, log, log1p, sigmoid, softplus and logaddexp (scanc's
-// straight-line functions, float_math.h), where an elementwise prologue and a scan's carry rows spend most of
-// their time. The rest of the op table stays AVX2.
+// and streaming) and of f32 and f64 exp, log, log1p, expm1, tanh, sigmoid, softplus and logaddexp
+// (scanc's straight-line functions, float_math.h), where an elementwise prologue and a scan's
+// carry rows spend most of their time. The rest of the op table stays AVX2.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,7 +29,7 @@ namespace {
 
 // The lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
 // lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 and f64 exp, log, log1p,
-// sigmoid, softplus and logaddexp; null for the rest of the table.
+// expm1, tanh, sigmoid, softplus and logaddexp; null for the rest of the table.
 template <Op O>
 using ArithmeticF = std::conditional_t<O == Op::Add, AddF,
                     std::conditional_t<O == Op::Sub, SubF, std::conditional_t<O == Op::Mul, MulF, DivF>>>;
@@ -43,6 +43,8 @@ template <typename T> OpFn transcendental(Op op) {
         case Op::Exp: return &unary_loop<T, ExpF>;
         case Op::Log: return &unary_loop<T, LogF>;
         case Op::Log1p: return &unary_loop<T, Log1pF>;
+        case Op::Expm1: return &unary_loop<T, Expm1F>;
+        case Op::Tanh: return &unary_loop<T, TanhF>;
         case Op::Sigmoid: return &unary_loop<T, SigmoidF>;
         case Op::Softplus: return &unary_loop<T, SoftplusF>;
         default: return nullptr;
