@@ -66,6 +66,26 @@ TEST(CpuBackend, FewLongRowsAndFewWideColumnsMatchTheReference) {
     }
 }
 
+// Rows along the contiguous dim in fewer groups of 64 than threads, or in groups that leave one
+// thread the bulk (65 rows: 64 and 1), are dealt as narrower groups of an even share each
+// (run_stage.cpp, balanced_width): every lane must still scan its own row, with its own
+// captured value, in both directions. Exact on integers, so bitwise; f32 affine too.
+TEST(CpuBackend, RowsDealtAsNarrowerGroupsOfAnEvenShareMatchTheReference) {
+    std::mt19937_64 rng(4);
+    for (std::int64_t rows : {32, 33, 40, 63, 64, 65, 96, 127, 130})
+        for (int threads : {1, 2, 3, 4}) {
+            const std::int64_t len = rows % 2 ? 2049 : 4099;
+            for (bool reverse : {false, true})
+                expect_matches(captured_affine_or_sum(reverse), captured_affine_or_sum_inputs(len, rng, rows),
+                               threads, true, cat("rows ", rows, "x", len, " threads=", threads, " reverse=", reverse));
+            Inputs in;
+            in.add(DType::F32, {rows, len}, Values::Decay, Layout::Contiguous, rng);
+            in.add(DType::F32, {rows, len}, Values::Unit, Layout::Contiguous, rng);
+            expect_matches(scan_program(affine_combine(), DType::F32, 2, 1), in, threads, false,
+                           cat("affine rows ", rows, "x", len, " threads=", threads));
+        }
+}
+
 // The combine writes each carry straight into its output row and reads the previous carry from
 // the row before; the second result here (an associative pair: sum, and the sum of pairwise
 // products) reads the old carry of leaf 0 after leaf 0's new value is written. Lengths around the tile size (32 steps for this stage) make one-step tiles, where

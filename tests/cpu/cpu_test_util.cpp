@@ -134,13 +134,12 @@ ProgramRef captured_affine_or_sum(bool reverse) {
     return pb.build({pb.scan(f, {a, b}, 1, reverse, {c})[1]});
 }
 
-Inputs captured_affine_or_sum_inputs(std::int64_t n, std::mt19937_64& rng) {
+Inputs captured_affine_or_sum_inputs(std::int64_t n, std::mt19937_64& rng, std::int64_t lines) {
     Inputs in;
-    for (int i = 0; i < 2; ++i) in.add(DType::I32, {2, n}, Values::SmallInts, Layout::Contiguous, rng);
-    in.add(DType::I32, {2, 1}, Values::SmallInts, Layout::Contiguous, rng);
+    for (int i = 0; i < 2; ++i) in.add(DType::I32, {lines, n}, Values::SmallInts, Layout::Contiguous, rng);
+    in.add(DType::I32, {lines, 1}, Values::SmallInts, Layout::Contiguous, rng);
     auto* cap = static_cast<std::int32_t*>(in.views.back().data);
-    cap[0] = 1;  // one line of each kind
-    cap[1] = -1;
+    for (std::int64_t k = 0; k < lines; ++k) cap[k] = k % 3 == 1 ? -1 : 1;  // both kinds of line
     return in;
 }
 

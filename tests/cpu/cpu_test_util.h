@@ -64,8 +64,9 @@ ProgramRef scan_program(const CombineRef& combine, DType dtype, int rank, int di
 
 // i32 [L, N] scanned along dim 1 by a combine reading a captured value c[L, 1] per line:
 // affine where it is positive, else a sum of the second leaf (associative on every line). Only
-// the second leaf is returned. Inputs: two lines of `n`, c = 1 on the first and -1 on the second.
+// the second leaf is returned. Inputs: `lines` lines of `n`, c = -1 on every third line from
+// the second (the second of two), else 1.
 ProgramRef captured_affine_or_sum(bool reverse);
-Inputs captured_affine_or_sum_inputs(std::int64_t n, std::mt19937_64& rng);
+Inputs captured_affine_or_sum_inputs(std::int64_t n, std::mt19937_64& rng, std::int64_t lines = 2);
 
 }  // namespace scanc::cpu_test

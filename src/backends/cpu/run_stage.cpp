@@ -277,6 +277,33 @@ void run_map_split(const StageCode& code, const Layout& L, int threads,
     });
 }
 
+// The most lanes any thread scans when `lines` are dealt as groups of `width` (run_lines: each
+// thread an equal count of consecutive groups).
+std::int64_t busiest_lanes(std::int64_t lines, std::int64_t width, int threads) {
+    const std::int64_t groups = ceil_div(lines, width);
+    std::int64_t most = 0;
+    for (int p = 0; p < threads; ++p) {
+        const std::int64_t first = groups * p / threads * width, end = groups * (p + 1) / threads * width;
+        most = std::max(most, std::min(end, lines) - std::min(first, lines));
+    }
+    return most;
+}
+
+// Groups of `width` lanes, or of an even share of each thread's lines (a multiple of 8, from
+// kMinShareLanes) where that leaves no thread without a group and the busiest one fewer lanes.
+// 64 rows on 2 threads were one group of 64 and split every line instead (Split-A computes a
+// generic stage's prologue and combine twice, phases 1 and 3): cumsum(tanh(x)) of 64 x 65536
+// ran no faster than on one thread; 65 rows were groups of 64 and 1, one thread idle. Strided
+// lanes only: lanes read in place (Mamba's [1, 65536, 64] along dim 1) are bound by the
+// per-step dispatch at 64 lanes, and groups of 32 on 2 threads ran 5.5 -> 7.5-8.3 ms.
+int balanced_width(std::int64_t lines, int threads, int width) {
+    const std::int64_t share = ceil_div(lines, threads);
+    const std::int64_t even = (ceil_div(share, ceil_div(share, width)) + 7) / 8 * 8;
+    const bool fits = even >= kMinShareLanes && ceil_div(lines, even) >= threads;
+    return fits && busiest_lanes(lines, even, threads) < busiest_lanes(lines, width, threads) ? static_cast<int>(even)
+                                                                                              : width;
+}
+
 }  // namespace
 
 void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values,
@@ -313,13 +340,14 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
     std::int64_t out_bytes = 0;
     for (auto& s : L.out) out_bytes += numel * s.esize;
     L.stream = out_bytes >= kStreamBytes;
-    // Strided lanes form groups of kSubLanes rows. Round 7 took kWideLanes (128) for generic
-    // stages with large outputs (fewer instructions per element); once round 10 had made the
-    // streaming scatter cheap, the gathers of 2 x 128 rows bounded it, and 64 rows ran affine
-    // last dim 4096x4096 10-15% faster (round 11; 32 rows cost more in dispatch than they saved).
+    // Strided lanes form groups of kSubLanes rows (or fewer, balanced_width). Round 7 took
+    // kWideLanes (128) for generic stages with large outputs (fewer instructions per element);
+    // once round 10 had made the streaming scatter cheap, the gathers of 2 x 128 rows bounded
+    // it, and 64 rows ran affine last dim 4096x4096 10-15% faster (round 11; 32 rows cost more
+    // in dispatch than they saved, where every thread had groups of 64 to take).
     L.width = inner_lanes ? static_cast<int>(std::clamp<std::int64_t>(
                                 (ceil_div(L.lines, threads) + 63) / 64 * 64, kSubLanes, kMaxLanes))
-                          : kSubLanes;
+                          : balanced_width(L.lines, threads, kSubLanes);
     // Lines are contiguous only within the dims after d: a group spanning two of those runs
     // is not, and its tiles moved element by element (Mamba's [B, L, D] along L, 2 threads:
     // groups of 512 lines over runs of 256, 18 ms). Groups as wide as a run, or an even share

@@ -36,6 +36,7 @@ namespace scanc::cpu {
 inline constexpr int kTileBytes = 256 << 10;
 inline constexpr int kSubLanes = kGroupLanes;  // lanes of strided groups (64)
 inline constexpr int kFewLines = 32;     // fewer lines than this: split lines
+inline constexpr int kMinShareLanes = 16;  // narrowest strided group that spares a split
 inline constexpr int kSerialLanes = 4;   // groups this narrow run serial stages serially
 inline constexpr int kFixLanes = kChunkLanes;  // positions per combine in a fix-up (512)
 inline constexpr std::int64_t kPortionBytes = 768 << 10;  // per thread per superblock: L2
