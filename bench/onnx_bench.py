@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from svg_plot import line_plot
+
 REPO = Path(__file__).resolve().parents[1]
 SIZES = [1024, 65536, 1048576]
 # example, program symbol, fixed sizes of the other symbols, inputs for a length S
@@ -65,46 +67,13 @@ def scanc_time(scanc, example, sym, s, others, backend):
 
 
 def svg_plot(rows, path):
-    """Log-log lines of time vs S, one per (example, method); no plotting library needed."""
-    w, h, pad = 720, 420, 60
+    """Log-log lines of time vs S, one per (example, method)."""
     series = {}
     for r in rows:
         if r["seconds"]:
             series.setdefault(f'{r["example"]}: {r["method"]}', []).append((r["S"], r["seconds"]))
-    ts = [t for pts in series.values() for _, t in pts]
-    lo, hi = np.log10(min(ts)) - 0.2, np.log10(max(ts)) + 0.2
-    xs = np.log10(SIZES)
-
-    def x_of(s):
-        return pad + (np.log10(s) - xs[0]) / (xs[-1] - xs[0]) * (w - 2 * pad - 180)
-
-    def y_of(t):
-        return h - pad - (np.log10(t) - lo) / (hi - lo) * (h - 2 * pad)
-
-    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-              "#7f7f7f"]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-           f'font-family="Helvetica" font-size="11">',
-           f'<rect width="{w}" height="{h}" fill="white"/>',
-           f'<text x="{pad}" y="20" font-size="13">onnxruntime CPU time of lowered scans '
-           f'(log-log; lower is better)</text>']
-    for s in SIZES:
-        out.append(f'<text x="{x_of(s):.0f}" y="{h - pad + 18}" text-anchor="middle">S={s}</text>')
-    for e in range(int(np.floor(lo)), int(np.ceil(hi)) + 1):
-        y = y_of(10.0 ** e)
-        if pad <= y <= h - pad:
-            out.append(f'<line x1="{pad}" x2="{w - pad - 180}" y1="{y:.0f}" y2="{y:.0f}" '
-                       f'stroke="#ddd"/><text x="{pad - 6}" y="{y + 4:.0f}" '
-                       f'text-anchor="end">1e{e} s</text>')
-    for i, (name, pts) in enumerate(sorted(series.items())):
-        c = colors[i % len(colors)]
-        d = " ".join(f"{x_of(s):.1f},{y_of(t):.1f}" for s, t in pts)
-        out.append(f'<polyline points="{d}" fill="none" stroke="{c}" stroke-width="2"/>')
-        y = pad + 16 * i
-        out.append(f'<line x1="{w - 170}" x2="{w - 150}" y1="{y}" y2="{y}" stroke="{c}" '
-                   f'stroke-width="2"/><text x="{w - 145}" y="{y + 4}">{name}</text>')
-    out.append("</svg>")
-    path.write_text("\n".join(out))
+    line_plot(series, path, "onnxruntime CPU time of lowered scans (log-log; lower is better)", SIZES,
+              lambda s: f"S={s}")
 
 
 def main():
