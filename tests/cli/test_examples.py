@@ -300,6 +300,19 @@ def test_bench_checks_long_float_scans_against_f64_carries_where_the_f32_referen
     assert check["oracle"] == "reference with f64 carries" and check["mismatches"] == 0
 
 
+def test_bench_says_when_every_mismatch_is_an_overflow_of_its_random_inputs():
+    # Sums of values near the f32 maximum overflow at once; combined in another order than the
+    # reference's, they overflow at other elements (inf against a finite value, or NaN from
+    # inf - inf). bench still fails, and says why, and how to draw smaller inputs.
+    args = ("bench", EXAMPLES / "cumsum.scan", "--random", "N=1,T=100000", "--range", "x=-3e38:3e38",
+            "--backend", "cpu", "--threads", "2", "--seconds", "0.05")
+    proc = scanc(*args)
+    assert proc.returncode == 1
+    assert "overflowed to inf or NaN" in proc.stdout and "--range" in proc.stdout
+    [check] = json.loads(scanc(*args, "--json").stdout)["checks"]
+    assert check["mismatches"] > 0 and check["nonfinite_mismatches"] == check["mismatches"]
+
+
 def test_bench_json_reports_the_same_measurement_for_scripts():
     proc = scanc("bench", EXAMPLES / "cumsum.scan", "--random", "N=10,T=100", "--seconds", "0.1",
                  "--backend", "cpu", "--json")

@@ -129,6 +129,11 @@ void print_text(const BenchReport& r, const Program& program) {
         if (c.mismatches)
             std::cout << "    FAILED: " << c.mismatches << " element(s) out of tolerance, first "
                       << c.first_mismatch << "\n";
+        if (c.mismatches && c.nonfinite_mismatches == c.mismatches)
+            std::cout << "    every one where the reference or this backend overflowed to inf or NaN:\n"
+                         "    these random inputs overflow the result's dtype, and a scan combined in\n"
+                         "    another order overflows at other elements; narrow them with --range\n"
+                         "    NAME=LO:HI (floats are uniform in [-1, 1) by default)\n";
     }
     auto runs = r.seconds.size();
     std::cout << "  time: best " << time_str(r.best()) << ", median " << time_str(r.median())
@@ -146,6 +151,7 @@ void print_json(const BenchReport& r) {
                           {"max_rel_err", c.max_rel},
                           {"rtol", c.rtol},
                           {"mismatches", c.mismatches},
+                          {"nonfinite_mismatches", c.nonfinite_mismatches},
                           {"first_mismatch", c.first_mismatch},
                           {"oracle", check.f64_oracle ? "reference with f64 carries" : "reference"}});
     }

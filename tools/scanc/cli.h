@@ -89,6 +89,7 @@ struct Comparison {
     double max_rel = 0;         // relative to the element
     double mean_magnitude = 0;  // mean |want| over the finite elements
     std::int64_t mismatches = 0;
+    std::int64_t nonfinite_mismatches = 0;  // of those, where either side is inf or NaN
     std::string first_mismatch;  // "at [3, 17]: got 1.5, want 1.25"
     double rtol = 0, atol = 0;
 };

@@ -100,6 +100,7 @@ Comparison compare(const TensorView& got_view, const TensorView& want_view) {
             if (w != 0) c.max_rel = std::max(c.max_rel, abs / std::fabs(w));
             ok = abs <= c.atol + c.rtol * (std::fabs(w) + c.mean_magnitude);
         }
+        if (!ok && (!std::isfinite(w) || !std::isfinite(g))) ++c.nonfinite_mismatches;
         if (!ok && c.mismatches++ == 0)
             c.first_mismatch = cat("at ", index_str(i, got.sizes()), ": got ",
                                    format(element(got, i)), ", want ", format(element(want, i)));
