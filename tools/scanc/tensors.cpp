@@ -94,13 +94,13 @@ Comparison compare(const TensorView& got_view, const TensorView& want_view) {
         bool ok;
         if (!std::isfinite(w) || !std::isfinite(g)) {
             ok = (std::isnan(w) && std::isnan(g)) || g == w;
+            c.nonfinite_mismatches += !ok;
         } else {
             double abs = std::fabs(g - w);
             c.max_abs = std::max(c.max_abs, abs);
             if (w != 0) c.max_rel = std::max(c.max_rel, abs / std::fabs(w));
             ok = abs <= c.atol + c.rtol * (std::fabs(w) + c.mean_magnitude);
         }
-        if (!ok && (!std::isfinite(w) || !std::isfinite(g))) ++c.nonfinite_mismatches;
         if (!ok && c.mismatches++ == 0)
             c.first_mismatch = cat("at ", index_str(i, got.sizes()), ": got ",
                                    format(element(got, i)), ", want ", format(element(want, i)));

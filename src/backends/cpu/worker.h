@@ -274,7 +274,7 @@ public:
         // 120). The extra lanes compute on stale scratch and are never moved out.
         bool scratch_only = true;
         for (std::size_t s = 0; s < L_.in.size(); ++s)
-            scratch_only = scratch_only && !(L_.in[s].tiled && L_.in[s].step && in_contig_[s]);
+            scratch_only = scratch_only && !(L_.in[s].tiled && read_in_place(s));
         for (std::size_t o = 0; o < L_.out.size(); ++o) scratch_only = scratch_only && !out_contig_[o];
         ops_n_ = scratch_only ? std::min(width_, (n + 15) / 16 * 16) : n;
     }
@@ -333,7 +333,7 @@ public:
             int len = static_cast<int>(std::min<std::int64_t>(tile, steps - t0));
             for (std::size_t s = 0; s < L_.in.size(); ++s) {
                 const Slot& slot = L_.in[s];
-                if (!slot.tiled || (in_contig_[s] && slot.step)) continue;  // read in place
+                if (!slot.tiled || read_in_place(s)) continue;
                 move_tile<true>(slot.esize, width_, in_tile_[s].data(), slot.base, in_off_[s].data(), n_,
                                 slot.step, slot.step ? t0 : 0, slot.step ? len : 1, in_contig_[s],
                                 in_stride_[s]);
@@ -549,11 +549,14 @@ private:
         for (std::size_t k = 0; local && k < local_tile_.size(); ++k)
             grow(local_tile_[k], leaf_bytes_[k]);
     }
+    // Input slot s is read in place: its lanes are contiguous in memory and it walks the steps
+    // (a slot constant along them is one tile row).
+    bool read_in_place(std::size_t s) const { return in_contig_[s] && L_.in[s].step; }
     // This step's row of input slot s / output slot o: in memory when lanes are contiguous there,
     // else in the tile.
     std::byte* in_row(std::size_t s, std::int64_t t0, int j) const {
         const Slot& slot = L_.in[s];
-        return in_contig_[s] && slot.step
+        return read_in_place(s)
                    ? slot.base + (in_off_[s][0] + (t0 + j) * slot.step) * slot.esize
                    : const_cast<std::byte*>(in_tile_[s].data()) + (slot.step ? j : 0) * width_ * slot.esize;
     }
@@ -626,7 +629,7 @@ private:
                 if (slot == static_cast<int>(s)) walks_.push_back(walk(&f_.ptrs[r], a, b, -1));
             // Rows read in place (lanes along a contiguous dim) are one strided stream each,
             // which crosses a page every row or two: ask for the row kAheadBytes on.
-            if (in_contig_[s] && L_.in[s].step && b != a) {
+            if (read_in_place(s) && b != a) {
                 std::size_t bytes = static_cast<std::size_t>(n_) * L_.in[s].esize;
                 std::ptrdiff_t rows =
                     std::max<std::ptrdiff_t>(1, kAheadBytes / static_cast<std::ptrdiff_t>(bytes));
