@@ -113,7 +113,7 @@ TEST(CpuStreaming, StreamingScatterWritesEachLaneToItsRowWhateverTheRowStride) {
     for (std::int64_t stride : {256, 257, 263, 512, 1024, 1028, 2053, 4092, 4096, 4097, 4108,
                                 4112, 4160, 5120, -4096, -4160})
         for (int len : {0, 1, 15, 16, 17, 31, 127, 128, 129, 255, 256})
-            for (int shift : {0, 1}) {  // 1: no row 32-byte aligned
+            for (int shift : {0, 1, 3, 7, 8, 9, 15}) {  // floats past a 64-byte line
                 std::int64_t span = std::abs(stride) * 8 + 64;
                 std::vector<float> mem(span, kGuard);
                 float* base = mem.data() + 16 + shift + (stride < 0 ? -7 * stride : 0);
