@@ -273,6 +273,9 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"sum 16x2^22", sum_combine(), {16, 1 << 22}, 1},
                  {"affine 16x2^22", affine_combine(), {16, 1 << 22}, 1},
                  {"sum 4x2^24", sum_combine(), {4, 1 << 24}, 1},
+                 // 16x2^22's bytes as one row, and as rows 16 KB longer (not a power of two apart)
+                 {"sum 1-D 2^26", sum_combine(), {1ll << 26}, 0},
+                 {"sum 16x(2^22+4096)", sum_combine(), {16, (1 << 22) + 4096}, 1},
                  {"sum 1-D 2^20 (us)", sum_combine(), {1 << 20}, 0},
                  {"affine rows", affine_combine(), {8192, 4096}, 1},
                  {"affine (2,4096,1024) d1", affine_combine(), {2, 4096, 1024}, 1},
@@ -285,6 +288,7 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"sum 2^15 rows of 2048", sum_combine(), {1 << 15, 2048}, 1},
                  {"affine 2^15 rows of 2048", affine_combine(), {1 << 15, 2048}, 1},
                  {"sum 2048x2^15", sum_combine(), {2048, 1 << 15}, 1},
+                 {"sum dim 0 4096x8200", sum_combine(), {4096, 8200}, 0},  // rows not 2^k bytes apart
                  {"affine 256x2^20", affine_combine(), {256, 1 << 20}, 1},
                  // cols scans at other line counts (lines of 16 columns: 128 to 2048; 32 of 32 columns)
                  {"cols sum 16384x2048", sum_combine(), {16384, 2048}, 0},
