@@ -67,12 +67,13 @@ TEST(CpuBackend, FewLongRowsAndFewWideColumnsMatchTheReference) {
 }
 
 // Rows along the contiguous dim in fewer groups of 64 than threads, or in groups that leave one
-// thread the bulk (65 rows: 64 and 1), are dealt as narrower groups of an even share each
-// (run_stage.cpp, balanced_width): every lane must still scan its own row, with its own
-// captured value, in both directions. Exact on integers, so bitwise; f32 affine too.
-TEST(CpuBackend, RowsDealtAsNarrowerGroupsOfAnEvenShareMatchTheReference) {
+// thread the bulk (65 rows: 64 and 1; 130: 64, 64 and 2), are dealt as groups of an even share
+// each, narrower or up to 80 lanes wide (run_stage.cpp, balanced_width): every lane must still
+// scan its own row, with its own captured value, in both directions. Exact on integers, so
+// bitwise; f32 affine too.
+TEST(CpuBackend, RowsDealtAsGroupsOfAnEvenShareMatchTheReference) {
     std::mt19937_64 rng(4);
-    for (std::int64_t rows : {32, 33, 40, 63, 64, 65, 96, 127, 130})
+    for (std::int64_t rows : {32, 33, 40, 63, 64, 65, 96, 127, 130, 151, 160})
         for (int threads : {1, 2, 3, 4}) {
             const std::int64_t len = rows % 2 ? 2049 : 4099;
             for (bool reverse : {false, true})

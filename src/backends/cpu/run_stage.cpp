@@ -277,31 +277,39 @@ void run_map_split(const StageCode& code, const Layout& L, int threads,
     });
 }
 
-// The most lanes any thread scans when `lines` are dealt as groups of `width` (run_lines: each
-// thread an equal count of consecutive groups).
-std::int64_t busiest_lanes(std::int64_t lines, std::int64_t width, int threads) {
+// The busiest thread's work when `lines` are dealt as groups of `width` (run_lines: each thread
+// an equal count of consecutive groups): its lanes, plus kGroupCost lanes' worth for each of
+// its groups (a group walks every step, a dispatch per op and step whatever its width).
+std::int64_t busiest_cost(std::int64_t lines, std::int64_t width, int threads) {
     const std::int64_t groups = ceil_div(lines, width);
     std::int64_t most = 0;
     for (int p = 0; p < threads; ++p) {
-        const std::int64_t first = groups * p / threads * width, end = groups * (p + 1) / threads * width;
-        most = std::max(most, std::min(end, lines) - std::min(first, lines));
+        const std::int64_t g0 = groups * p / threads, g1 = groups * (p + 1) / threads;
+        const std::int64_t lanes = std::min(g1 * width, lines) - std::min(g0 * width, lines);
+        most = std::max(most, lanes + (g1 - g0) * kGroupCost);
     }
     return most;
 }
 
-// Groups of `width` lanes, or of an even share of each thread's lines (a multiple of 8, from
-// kMinShareLanes) where that leaves no thread without a group and the busiest one fewer lanes.
-// 64 rows on 2 threads were one group of 64 and split every line instead (Split-A computes a
-// generic stage's prologue and combine twice, phases 1 and 3): cumsum(tanh(x)) of 64 x 65536
-// ran no faster than on one thread; 65 rows were groups of 64 and 1, one thread idle. Strided
-// lanes only: lanes read in place (Mamba's [1, 65536, 64] along dim 1) are bound by the
-// per-step dispatch at 64 lanes, and groups of 32 on 2 threads ran 5.5 -> 7.5-8.3 ms.
+// Groups of `width` lanes, or of an even share of each thread's lines split into k groups (a
+// multiple of 8 from kMinShareLanes up to kMaxShareLanes) where that leaves no thread without a
+// group and costs the busiest one least. 64 rows on 2 threads were one group of 64 and split
+// every line instead (Split-A computes a generic stage's prologue and combine twice, phases 1
+// and 3): cumsum(tanh(x)) of 64 x 65536 ran no faster than on one thread; 65 rows were groups
+// of 64 and 1, one thread idle; 130 rows groups of 64, 64 and 2, and the thread with two groups
+// took 1.6x as long as with one (welford along rows of 16384). Strided lanes only: lanes read in
+// place (Mamba's [1, 65536, 64] along dim 1) are bound by the per-step dispatch at 64 lanes,
+// and groups of 32 on 2 threads ran 5.5 -> 7.5-8.3 ms.
 int balanced_width(std::int64_t lines, int threads, int width) {
     const std::int64_t share = ceil_div(lines, threads);
-    const std::int64_t even = (ceil_div(share, ceil_div(share, width)) + 7) / 8 * 8;
-    const bool fits = even >= kMinShareLanes && ceil_div(lines, even) >= threads;
-    return fits && busiest_lanes(lines, even, threads) < busiest_lanes(lines, width, threads) ? static_cast<int>(even)
-                                                                                              : width;
+    std::int64_t best = width, best_cost = busiest_cost(lines, width, threads);
+    for (std::int64_t k = 1; k <= 4; ++k) {
+        const std::int64_t even = (ceil_div(share, k) + 7) / 8 * 8;
+        if (even < kMinShareLanes || even > kMaxShareLanes || ceil_div(lines, even) < threads) continue;
+        const std::int64_t cost = busiest_cost(lines, even, threads);
+        if (cost < best_cost) best = even, best_cost = cost;
+    }
+    return static_cast<int>(best);
 }
 
 }  // namespace
