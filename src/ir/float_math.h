@@ -218,8 +218,9 @@ inline double expm1_f64(double x) {
 
 // tanh of an f64: x + x^3 P(x^2) below 0.625 (a degree-11 fit in x^2, least squares on
 // Chebyshev nodes, 2^-56 relative; scripts/fit_tanh_poly.py prints these coefficients),
-// 1 - 2 / (expm1(2|x|) + 2) above (1 once expm1 overflows), the sign of x. fdlibm's -t / (t + 2) with t = expm1(-2|x|) below 1 reads 2 ulp; the
-// polynomial keeps its rounding error in a term under x / 7. Both forms computed. Within 1 ulp.
+// 1 - 2 / (expm1(2|x|) + 2) above (1 once expm1 overflows), the sign of x. fdlibm's
+// -t / (t + 2) with t = expm1(-2|x|) below 1 reads 2 ulp; the polynomial keeps its rounding
+// error in a term under x / 7. Both forms computed. Within 1 ulp.
 inline double tanh_f64(double x) {
     const double a = std::fabs(x), z = a * a;
     double p = 6.03122660263008e-06;
