@@ -1,7 +1,10 @@
 #include "nvrtc.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <glob.h>
+#include <link.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <algorithm>
@@ -80,6 +83,28 @@ std::vector<std::string> candidates() {
     return out;
 }
 
+// Asks the kernel to read a file ahead into the page cache (without waiting for it): on a
+// machine's first process, NVRTC's first compile otherwise faults its code in from disk a
+// page range at a time.
+void read_ahead(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    close(fd);
+}
+
+// libnvrtc's own file and the builtins beside it, read ahead.
+void read_ahead_nvrtc(void* lib) {
+    link_map* map = nullptr;
+    if (dlinfo(lib, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) return;
+    const std::filesystem::path path(map->l_name);
+    read_ahead(path.string());
+    glob_t g;
+    if (glob((path.parent_path() / "libnvrtc-builtins.so*").c_str(), 0, nullptr, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; ++i) read_ahead(g.gl_pathv[i]);
+    globfree(&g);
+}
+
 struct Loaded {
     Nvrtc api;
     bool ok = false;
@@ -103,6 +128,7 @@ Loaded load() {
         }
         if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
     }
+    if (lib) read_ahead_nvrtc(lib);
     if (!lib) {
         l.why = "libnvrtc not found (set SCANC_NVRTC_PATH, install the CUDA toolkit, or "
                 "`pip install nvidia-cuda-nvrtc==13.0.88`)";
