@@ -17,6 +17,9 @@
 // against a device-to-device copy of 2^28 floats and one of the same bytes; the two-pass runs
 // are checked against a host scan (sums of small integers bitwise, the affine scan within 1e-4
 // (1 + |h|)).
+// The thirty-seventh session added phases of chunks across every line (bands, so a scan visit
+// reads back bytes loaded a band or two before), L2 eviction policies, and reduce visits a
+// fixed lag of visits ahead of the scan visits.
 // Built and run by `REREAD_PROBE=1 scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++20 -arch=sm_90
 // bench/cols_reread_probe.cu -o probe && ./probe
 #include <cuda_runtime.h>
@@ -26,13 +29,26 @@
 
 #include "cols_probe_setup.cuh"
 
-// The visits of a launch: lines in `groups` groups of `group`, `per` = group x chunks tiles a
-// phase, in the order reduce(0), reduce(1), scan(0), ..., scan(groups - 1).
+// The visits of a launch, in phases of `per` tiles: with lines in `groups` groups of `group`
+// lines, a phase is one group's tiles, all its chunks; with bands (`band`), `group` consecutive
+// chunks of every line (chunk-major), so that a scan visit reads back bytes loaded only a band
+// or two earlier. Order: reduce(0), reduce(1), scan(0), ..., scan(groups - 1). A band past the
+// last chunk holds visits of no tile (chunk >= chunks).
+// With a lag (lag > 0), tiles go chunk-major over all lines, and the reduce visits run `lag`
+// visits ahead of the scan visits, one of each in turn: R(0) .. R(lag - 1), S(0), R(lag), S(1),
+// R(lag + 1), ..., then the last scans.
 struct Work {
-    i64 chunks, group, groups, per;
+    i64 chunks, group, groups, per, lines, lag;
+    bool band;
     __host__ __device__ i64 visits(int mode) const { return (mode ? 2 : 1) * groups * per; }
     __device__ void at(i64 i, int mode, bool& scan, i64& line, i64& chunk) const {
         i64 g, r;
+        if (mode && lag > 0) {
+            const i64 n = lines * chunks, pairs = n - lag, t = i < lag ? i : i < lag + 2 * pairs ? (i - lag) / 2 + ((i - lag) % 2 ? lag : 0) : i - lag - pairs;
+            scan = i >= lag && (i >= lag + 2 * pairs || (i - lag) % 2 == 0);
+            chunk = t / lines, line = t % lines;
+            return;
+        }
         if (mode == 0) {
             scan = true, g = i / per, r = i % per;
         } else if (i < per) {
@@ -42,11 +58,44 @@ struct Work {
             if (p < groups) scan = q >= per, g = scan ? p - 1 : p, r = scan ? q - per : q;
             else scan = true, g = groups - 1, r = q;  // the last phase: scan(groups - 1) alone
         }
-        chunk = r / group, line = g * group + r % group;
+        if (band) chunk = g * group + r / lines, line = r % lines;
+        else chunk = r / group, line = g * group + r % group;
     }
 };
 
-template <int NIN, int V, int R, int WARPS, int MAXC, int MINB, int MODE>
+// L2 policies (HINT 1): a reduce visit's loads stay (evict_last), since its scan visit reads
+// them again; a scan visit's loads and stores go first (evict_first). HINT 0: plain accesses.
+template <int HINT> __device__ __forceinline__ u64 l2_policy(bool keep) {
+    u64 pol = 0;
+    if (HINT && keep) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    if (HINT && !keep) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+template <int V> __device__ __forceinline__ void load_hinted(const float* p, float (&v)[V], u64 pol) {
+    if constexpr (V == 1) asm volatile("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v[0]) : "l"(p), "l"(pol));
+    if constexpr (V == 2)
+        asm volatile("ld.global.nc.L2::cache_hint.v2.f32 {%0, %1}, [%2], %3;" : "=f"(v[0]), "=f"(v[1]) : "l"(p), "l"(pol));
+    if constexpr (V == 4)
+        asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "l"(p), "l"(pol));
+}
+template <int NIN, int V, int R, int HINT>
+__device__ __forceinline__ void load_tile_run(const float* in0, const float* in1, i64 at, i64 C, int nv, float (&va)[R][V],
+                                              float (&vb)[R][V], bool keep) {
+    if constexpr (!HINT) {
+        load_run<NIN, V, R>(in0, in1, at, C, nv, va, vb);
+    } else {
+        const u64 pol = l2_policy<HINT>(keep);
+#pragma unroll
+        for (int k = 0; k < R; ++k)
+            if (k < nv) {
+                load_hinted<V>(in0 + at + k * C, va[k], pol);
+                if (NIN == 2) load_hinted<V>(in1 + at + k * C, vb[k], pol);
+            }
+    }
+}
+
+template <int NIN, int V, int R, int WARPS, int MAXC, int MINB, int MODE, int HINT>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
     reread_cols(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, i64 T, i64 C,
                 Work work, u64* __restrict__ status, unsigned epoch) {
@@ -63,12 +112,13 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
         bool scan;
         i64 line, chunk;
         work.at(i, MODE, scan, line, chunk);
+        if (chunk >= work.chunks) continue;  // a band past the last chunk (uniform over the block)
         const i64 o = line / col_groups, g = line % col_groups;
         const i64 t0 = chunk * TS + (i64)warp * R;
         const int nv = t0 >= T ? 0 : (T - t0 >= R ? R : (int)(T - t0));
         const i64 at0 = (o * T + t0) * C + g * L + lane * V;
         float va[R][V], vb[R][V];
-        load_run<NIN, V, R>(in0, in1, at0, C, nv, va, vb);
+        load_tile_run<NIN, V, R, HINT>(in0, in1, at0, C, nv, va, vb, !scan);
         auto word_at = [&](i64 c, int w) { return status + ((u64)(line * work.chunks + c) * NW + w) * L + col; };
         if (MODE && scan && part * PER < chunk) {  // this thread's part: tiles part PER .. of the earlier ones
             const int e0 = part * PER;
@@ -118,24 +168,43 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
 static u64* g_status;
 static unsigned g_epoch = 0;
 
-// Seconds of one configuration with groups of the most lines whose inputs fit `budget` bytes
-// (`group`), its blocks per SM, and its mismatches against the host scan (MODE 1 only).
-template <int NIN, int V, int R, int WARPS, int MAXC, int MINB, int MODE>
-static double run(const float* x, const float* y, float* z, const Case& c, double budget, bool persistent, int sms,
-                  i64& group, int& per_sm, size_t& bad) {
+// How a configuration's visits are ordered: phases of lines (groups of the most lines whose inputs
+// fit `budget` bytes) or bands (the most chunks of every line that fit it), and whether a
+// persistent grid takes them.
+struct Plan {
+    double budget;
+    bool band, persistent;
+    i64 lag = 0;  // > 0: reduce visits this many ahead of the scan visits (budget and band unused)
+};
+
+// Seconds of one configuration, its phase size (`group`: lines, or chunks a band), its blocks
+// per SM, and its mismatches against the host scan (MODE 1 only).
+template <int NIN, int V, int R, int WARPS, int MAXC, int MINB, int MODE, int HINT>
+static double run(const float* x, const float* y, float* z, const Case& c, Plan plan, int sms, i64& group, int& per_sm,
+                  size_t& bad) {
     constexpr int L = 32 * V, TS = WARPS * R;
     const i64 lines = c.O * (c.C / L), chunks = (c.T + TS - 1) / TS;
     if (chunks > MAXC) return 0;
-    const double line_bytes = (double)c.T * L * 4 * NIN;
-    group = 1;
-    for (i64 d = 1; d <= lines; ++d)
-        if (lines % d == 0 && d * line_bytes <= budget) group = d;
-    const Work work{chunks, group, lines / group, group * chunks};
-    auto kernel = reread_cols<NIN, V, R, WARPS, MAXC, MINB, MODE>;
+    Work work{chunks, 1, 0, 0, lines, std::min(plan.lag, lines * chunks), plan.band};
+    if (plan.lag > 0) {
+        work.groups = 1, work.per = lines * chunks;
+    } else if (plan.band) {
+        const double band_bytes = (double)lines * TS * L * 4 * NIN;  // one chunk of every line
+        work.group = std::max<i64>(1, std::min<i64>(chunks, (i64)(plan.budget / band_bytes)));
+        work.groups = (chunks + work.group - 1) / work.group, work.per = lines * work.group;
+    } else {
+        const double line_bytes = (double)c.T * L * 4 * NIN;
+        for (i64 d = 1; d <= lines; ++d)
+            if (lines % d == 0 && d * line_bytes <= plan.budget) work.group = d;
+        work.groups = lines / work.group, work.per = work.group * chunks;
+    }
+    group = work.group;
+    auto kernel = reread_cols<NIN, V, R, WARPS, MAXC, MINB, MODE, HINT>;
     BENCH_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, WARPS * 32, 0));
     // Persistent: every block resident, visits b, b + G, ...; else a block a visit, started in
     // order, so a scan visit's block starts after those of the reduce visits it waits on.
-    const unsigned grid = (unsigned)(persistent ? std::min<i64>(work.visits(MODE), (i64)sms * per_sm) : work.visits(MODE));
+    const unsigned grid =
+        (unsigned)(plan.persistent ? std::min<i64>(work.visits(MODE), (i64)sms * per_sm) : work.visits(MODE));
     auto op = [&](cudaStream_t s) { kernel<<<grid, WARPS * 32, 0, s>>>(x, y, z, c.T, c.C, work, g_status, ++g_epoch); };
     return time_and_check(op, x, y, z, c, MODE != 0, bad);
 }
@@ -150,25 +219,40 @@ int main() {
     const double MB = 1 << 20;
     for (const Case& c : cases) {
         probe.print_case(c);
-#define TRY(V, R, WARPS, MAXC, MINB, MODE, BUDGET, PERSIST)                                                           \
+#define TRY(V, R, WARPS, MAXC, MINB, MODE, HINT, ...)                                                             \
     {                                                                                                                \
         size_t bad = 0;                                                                                              \
         int per_sm = 0;                                                                                              \
         i64 group = 0;                                                                                               \
-        const double t = c.nin == 1 ? run<1, V, R, WARPS, MAXC, MINB, MODE>(ints, y, z, c, BUDGET, PERSIST, sms, group, \
-                                                                            per_sm, bad)                             \
-                                    : run<2, V, R, WARPS, MAXC, MINB, MODE>(x, y, z, c, BUDGET, PERSIST, sms, group,  \
-                                                                            per_sm, bad);                            \
+        const Plan plan{__VA_ARGS__};                                                                                \
+        const double t = c.nin == 1                                                                                  \
+                             ? run<1, V, R, WARPS, MAXC, MINB, MODE, HINT>(ints, y, z, c, plan, sms, group, per_sm, bad) \
+                             : run<2, V, R, WARPS, MAXC, MINB, MODE, HINT>(x, y, z, c, plan, sms, group, per_sm, bad);   \
         if (t > 0)                                                                                                   \
-            std::printf("  V=%d R=%-2d warps=%-2d %d/SM %-10s groups of %-3lld lines %-9s %7.1f us %5.1f%% of copy  %zu differ\n", \
-                        V, R, WARPS, per_sm, PERSIST ? "persistent" : "per visit", (long long)group,                 \
-                        MODE ? "two-pass" : "one pass", t * 1e6, probe.percent(c, t), bad);                  \
+            std::printf("  V=%d R=%-2d warps=%-2d %d/SM %-10s %s of %-3lld %-6s %-9s %-7s %7.1f us %5.1f%% of copy  %zu differ\n", \
+                        V, R, WARPS, per_sm, plan.persistent ? "persistent" : "per visit",                           \
+                        plan.lag ? "lag" : plan.band ? "bands" : "groups", (long long)(plan.lag ? plan.lag : group),     \
+                        plan.lag ? "visits" : plan.band ? "chunks" : "lines",             \
+                        MODE ? "two-pass" : "one pass", HINT ? "L2 hint" : "", t * 1e6, probe.percent(c, t), bad);   \
     }
-        TRY(1, 32, 8, 24, 2, 0, 1e12, false) TRY(1, 32, 8, 24, 2, 1, 16 * MB, false) TRY(1, 32, 8, 24, 2, 1, 32 * MB, false)
-        TRY(1, 32, 8, 24, 2, 1, 32 * MB, true) TRY(1, 16, 8, 40, 2, 0, 1e12, false) TRY(1, 16, 8, 40, 2, 1, 32 * MB, false)
-        TRY(2, 16, 8, 40, 2, 0, 1e12, false) TRY(2, 16, 8, 40, 2, 1, 16 * MB, false) TRY(2, 16, 8, 40, 2, 1, 32 * MB, false)
-        TRY(4, 8, 16, 40, 1, 0, 1e12, false) TRY(4, 8, 16, 40, 1, 1, 32 * MB, false)
-        TRY(4, 4, 16, 72, 1, 0, 1e12, false) TRY(4, 4, 16, 72, 1, 1, 32 * MB, false)
+        // One pass with no prefix (what the tiles reach), the thirty-third session's groups of
+        // lines; bands of chunks with and without L2 policies (thirty-seventh session, 2nd call);
+        // reduce visits a lag ahead (prepared then, not yet run).
+        TRY(1, 32, 8, 24, 2, 0, 0, 1e12, false, false) TRY(2, 16, 8, 40, 2, 0, 0, 1e12, false, false)
+        TRY(4, 8, 16, 40, 1, 0, 0, 1e12, false, false) TRY(4, 4, 16, 72, 1, 0, 0, 1e12, false, false)
+        TRY(2, 16, 8, 40, 2, 1, 0, 16 * MB, false, false)
+        for (const int hint : {0, 1})
+            for (const double mb : {2, 4, 8}) {
+                if (hint) TRY(2, 16, 8, 40, 2, 1, 1, mb * MB, true, false)
+                else TRY(2, 16, 8, 40, 2, 1, 0, mb * MB, true, false)
+            }
+        TRY(2, 16, 8, 40, 2, 1, 1, 4 * MB, true, true) TRY(1, 32, 8, 24, 2, 1, 1, 4 * MB, true, false)
+        TRY(4, 8, 16, 40, 1, 1, 0, 4 * MB, true, false) TRY(4, 8, 16, 40, 1, 1, 1, 4 * MB, true, false)
+        TRY(4, 4, 16, 72, 1, 1, 1, 4 * MB, true, false) TRY(4, 4, 16, 72, 1, 1, 1, 8 * MB, true, false)
+        for (const i64 lag : {132, 264, 396, 528, 792}) {
+            TRY(2, 16, 8, 40, 2, 1, 0, 0, false, false, lag) TRY(2, 16, 8, 40, 2, 1, 1, 0, false, false, lag)
+            TRY(1, 32, 8, 24, 2, 1, 0, 0, false, false, lag) TRY(1, 32, 8, 24, 2, 1, 1, 0, false, false, lag)
+        }
 #undef TRY
     }
     return 0;

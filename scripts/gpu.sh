@@ -25,6 +25,7 @@
 # OUTDIR/wide_probe.txt) and exits; PIPE_PROBE=1 likewise bench/cols_pipe_probe.cu (cols tiles
 # staged in shared memory by bulk tensor copies, persistent blocks; OUTDIR/pipe_probe.txt) and
 # REREAD_PROBE=1 bench/cols_reread_probe.cu (two passes, the second reading from L2);
+# TWOPASS_PROBE=1 bench/cols_twopass_probe.cu (two passes of independent warps);
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
 # (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
@@ -56,6 +57,7 @@ probe() {
 [ -n "${WIDE_PROBE+x}" ] && probe wide
 [ -n "${PIPE_PROBE+x}" ] && probe pipe
 [ -n "${REREAD_PROBE+x}" ] && probe reread
+[ -n "${TWOPASS_PROBE+x}" ] && probe twopass
 
 log "configure + build (CUDA backend, reference, tests)"
 cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \
