@@ -18,6 +18,8 @@
 // sum or the affine scan (h = a h' + b), layout [O][T][C], C a multiple of 128. Timed as
 // bench/gpu_bench.cu times; every configuration is checked against a host scan (sums of small
 // integers bitwise, the affine scan within 1e-4 (1 + |h|)).
+// "reads alone" and "one pass, no prefix" lines time the R visits alone and the S visits with
+// no prefix (results wrong): what the two passes' parts reach by themselves.
 // Built and run by `TWOPASS_PROBE=1 scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++20 -arch=sm_90
 // bench/cols_twopass_probe.cu -o probe && ./probe
 #include <cuda_runtime.h>
@@ -29,7 +31,8 @@
 #include "cols_probe_setup.cuh"
 
 constexpr int V = 4, LC = 32 * V;  // columns a lane, columns a line
-enum Kind : u64 { REDUCE = 0, GROUP = 1, SCAN = 2 };
+// ALONE: a scan visit with no prefix (results wrong), for the one-pass ceiling of these tiles.
+enum Kind : u64 { REDUCE = 0, GROUP = 1, SCAN = 2, ALONE = 3 };
 __host__ __device__ constexpr u64 visit(Kind k, i64 i) { return (u64)k << 60 | (u64)i; }
 
 struct Plan {
@@ -171,16 +174,21 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
                     h[q] = run[q].b;
                 }
                 has = true;
-                if (kind == SCAN) store_v<V>(out + at0 + (k0 + k) * C, h);
+                if (kind != REDUCE) store_v<V>(out + at0 + (k0 + k) * C, h);
             }
     }
     if (kind == REDUCE) agg(line, chunk).publish(run, lane, epoch);
 }
 
 // The visit list: R chunk-major, each G after the last R it folds, S(t) after R(t + lag).
-static std::vector<u64> visit_list(const Plan& p, i64 lag) {
+// Measurements only: `only` 1 lists the R visits alone (a read of the inputs), 2 ALONE visits
+// (one pass, no prefix).
+static std::vector<u64> visit_list(const Plan& p, i64 lag, int only) {
     std::vector<u64> out;
     const i64 n = p.lines * p.chunks;
+    if (only)
+        for (i64 i = 0; i < n; ++i) out.push_back(visit(only == 1 ? REDUCE : ALONE, i));
+    if (only) return out;
     for (i64 i = 0; i < n + lag; ++i) {
         if (i < n) {
             out.push_back(visit(REDUCE, i));
@@ -196,11 +204,11 @@ static std::vector<u64> visit_list(const Plan& p, i64 lag) {
 static unsigned g_epoch = 0;
 
 template <int NIN, int B, int WARPS, int MINB, int HINT>
-static double run(const float* x, const float* y, float* z, const Case& c, i64 rc, int gs, i64 lag, float* planes,
-                  unsigned* flags, u64* d_visits, int& per_sm, size_t& bad) {
+static double run(const float* x, const float* y, float* z, const Case& c, i64 rc, int gs, i64 lag, int only,
+                  float* planes, unsigned* flags, u64* d_visits, int& per_sm, size_t& bad) {
     const i64 lines = c.O * (c.C / LC), chunks = (c.T + rc - 1) / rc;
     const Plan plan{lines, chunks, (chunks + gs - 1) / gs, rc, gs};
-    const std::vector<u64> list = visit_list(plan, std::min(lag, lines * chunks));
+    const std::vector<u64> list = visit_list(plan, std::min(lag, lines * chunks), only);
     BENCH_CHECK(cudaMemcpy(d_visits, list.data(), list.size() * 8, cudaMemcpyHostToDevice));
     auto kernel = twopass_cols<NIN, B, WARPS, MINB, HINT>;
     BENCH_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, WARPS * 32, 0));
@@ -209,7 +217,7 @@ static double run(const float* x, const float* y, float* z, const Case& c, i64 r
     auto op = [&](cudaStream_t s) {
         kernel<<<grid, WARPS * 32, 0, s>>>(x, y, z, c.T, c.C, d_visits, nvis, plan, planes, flags, ++g_epoch);
     };
-    return time_and_check(op, x, y, z, c, true, bad);
+    return time_and_check(op, x, y, z, c, only == 0, bad);
 }
 
 int main() {
@@ -226,21 +234,25 @@ int main() {
                           {"sum 4096x8192 dim 0", 1, 1, 4096, 8192}, {"affine (2,4099,1024) dim 1", 2, 2, 4099, 1024}};
     for (const Case& c : cases) {
         probe.print_case(c);
-#define TRY(B, WARPS, MINB, HINT, RC, GS, LAG)                                                                       \
+#define TRY(B, WARPS, MINB, HINT, RC, GS, LAG, ONLY)                                                                 \
     {                                                                                                                \
         size_t bad = 0;                                                                                              \
         int per_sm = 0;                                                                                              \
-        const double t = c.nin == 1 ? run<1, B, WARPS, MINB, HINT>(ints, y, z, c, RC, GS, LAG, planes, flags, d_visits, \
-                                                                    per_sm, bad)                                     \
-                                    : run<2, B, WARPS, MINB, HINT>(x, y, z, c, RC, GS, LAG, planes, flags, d_visits,  \
-                                                                    per_sm, bad);                                    \
-        std::printf("  RC=%-3d B=%d GS=%-2d lag=%-5d warps=%d %d/SM %-7s %7.1f us %5.1f%% of copy  %zu differ\n", RC, B, \
-                    GS, LAG, WARPS, per_sm, HINT ? "L2 hint" : "", t * 1e6, probe.percent(c, t), bad);                \
+        const double t = c.nin == 1 ? run<1, B, WARPS, MINB, HINT>(ints, y, z, c, RC, GS, LAG, ONLY, planes, flags,     \
+                                                                    d_visits, per_sm, bad)                           \
+                                    : run<2, B, WARPS, MINB, HINT>(x, y, z, c, RC, GS, LAG, ONLY, planes, flags,      \
+                                                                    d_visits, per_sm, bad);                          \
+        std::printf("  RC=%-3d B=%d GS=%-2d lag=%-5d warps=%d %d/SM %-7s %-19s %7.1f us %5.1f%% of copy  %zu differ\n", \
+                    RC, B, GS, LAG, WARPS, per_sm, HINT ? "L2 hint" : "",                                            \
+                    ONLY == 1 ? "reads alone" : ONLY == 2 ? "one pass, no prefix" : "two passes", t * 1e6,           \
+                    probe.percent(c, t), bad);                                                                       \
     }
-        TRY(4, 8, 4, 0, 64, 8, 0) TRY(4, 8, 4, 0, 64, 8, 512) TRY(4, 8, 4, 1, 64, 8, 512)
-        TRY(8, 8, 2, 0, 64, 8, 512) TRY(8, 8, 2, 1, 64, 8, 512) TRY(4, 8, 4, 1, 32, 8, 1024)
-        TRY(4, 8, 4, 1, 128, 4, 256) TRY(8, 8, 2, 1, 128, 4, 256) TRY(4, 8, 4, 1, 64, 8, 2048)
-        TRY(4, 8, 4, 1, 64, 8, 128) TRY(4, 4, 8, 1, 64, 8, 512) TRY(4, 8, 3, 1, 64, 8, 512)
+        TRY(4, 8, 4, 0, 64, 8, 0, 1) TRY(4, 8, 4, 0, 64, 8, 0, 2) TRY(8, 8, 2, 0, 64, 8, 0, 2)
+        TRY(4, 8, 4, 0, 16, 8, 0, 2) TRY(4, 8, 4, 0, 64, 8, 0, 0) TRY(4, 8, 4, 0, 64, 8, 512, 0)
+        TRY(4, 8, 4, 1, 64, 8, 512, 0) TRY(8, 8, 2, 0, 64, 8, 512, 0) TRY(8, 8, 2, 1, 64, 8, 512, 0)
+        TRY(4, 8, 4, 1, 32, 8, 1024, 0) TRY(4, 8, 4, 1, 128, 4, 256, 0) TRY(8, 8, 2, 1, 128, 4, 256, 0)
+        TRY(4, 8, 4, 1, 64, 8, 2048, 0) TRY(4, 8, 4, 1, 64, 8, 128, 0) TRY(4, 4, 8, 1, 64, 8, 512, 0)
+        TRY(4, 8, 3, 1, 64, 8, 512, 0)
 #undef TRY
     }
     return 0;

@@ -1,6 +1,7 @@
 // Float functions as scanc defines them, shared by the reference executor, constant folding and
 // the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log, log1p, expm1
-// and tanh of f32 and f64, and the formulas built on them (sigmoid, softplus, logaddexp).
+// and tanh of f32 and f64, sin and cos of f32, and the formulas built on them (sigmoid,
+// softplus, logaddexp).
 // glibc's are a call per element; these are straight-line arithmetic that the compiler turns
 // into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
 // contraction, no table lookups, no conversions between f64 and 64-bit integers, which AVX2
@@ -261,6 +262,47 @@ inline float tanh_f32(float x) {
     return static_cast<float>(t);
 }
 
+// sin and cos of an f32, computed in f64 where |x| <= kTrigReducedLimit: x = k pi/2 + r with
+// |r| <= pi/4, k = round(x 2/pi) by the 1.5 x 2^52 trick (k mod 4 in t's low bits), r by pi/2
+// in four parts, the first three of 25 bits (each times k exact for |k| < 2^28, and x - k p1
+// exact by cancellation; 128 bits of pi/2 in all); sin(r) and cos(r) by polynomials in r^2
+// (FreeBSD's __kernel_sindf and __kernel_cosdf coefficients, within 2^-37.5 and 2^-34.1 of the
+// result), the quadrant's chosen, one rounding to f32: within 1 ulp. Below 2^-12, sin(x) = x
+// (which keeps -0). Beyond the limit, and at inf and NaN, the C library's (sin_f32 / cos_f32);
+// the CPU backend's lane loops take the polynomial path a vector at a time when every lane is
+// within the limit.
+constexpr float kTrigReducedLimit = 0x1p28f;
+inline void sin_cos_reduced(float x, double& s, double& c, std::uint64_t& quadrant) {
+    const double d = x;
+    constexpr double kRound = 6755399441055744.0;
+    const double t = d * 0x1.45f306dc9c883p-1 + kRound, k = t - kRound;
+    quadrant = std::bit_cast<std::uint64_t>(t);
+    const double r = (((d - k * 0x1.921fb5p+0) - k * 0x1.110b46p-26) - k * 0x1.1a6263p-54) - k * 0x1.8a2e03707344ap-81;
+    const double z = r * r, w = z * z, rz = r * z;
+    s = (r + rz * (-0x1.5555554cbac77p-3 + z * 0x1.11110896efbb2p-7)) +
+        rz * w * (-0x1.a00f9e2cae774p-13 + z * 0x1.6cd878c3b46a7p-19);
+    c = ((1.0 + z * -0x1.ffffffd0c5e81p-2) + w * 0x1.55553e1053a42p-5) +
+        w * z * (-0x1.6c087e80f1e27p-10 + z * 0x1.99342e0ee5069p-16);
+}
+// sin: quadrants 0..3 give s, c, -s, -c; cos: c, -s, -c, s.
+inline float sin_f32_reduced(float x) {
+    double s, c;
+    std::uint64_t q;
+    sin_cos_reduced(x, s, c, q);
+    const double v = (q & 1) ? c : s;
+    const float r = static_cast<float>((q & 2) ? -v : v);
+    return std::fabs(x) < 0x1p-12f ? x : r;
+}
+inline float cos_f32_reduced(float x) {
+    double s, c;
+    std::uint64_t q;
+    sin_cos_reduced(x, s, c, q);
+    const double v = (q & 1) ? s : c;
+    return static_cast<float>(((q + 1) & 2) ? -v : v);
+}
+inline float sin_f32(float x) { return std::fabs(x) <= kTrigReducedLimit ? sin_f32_reduced(x) : std::sin(x); }
+inline float cos_f32(float x) { return std::fabs(x) <= kTrigReducedLimit ? cos_f32_reduced(x) : std::cos(x); }
+
 // At the compute dtype.
 inline float exp_of(float x) { return exp_f32(x); }
 inline double exp_of(double x) { return exp_f64(x); }
@@ -272,6 +314,10 @@ inline float expm1_of(float x) { return expm1_f32(x); }
 inline double expm1_of(double x) { return expm1_f64(x); }
 inline float tanh_of(float x) { return tanh_f32(x); }
 inline double tanh_of(double x) { return tanh_f64(x); }
+inline float sin_of(float x) { return sin_f32(x); }
+inline double sin_of(double x) { return std::sin(x); }
+inline float cos_of(float x) { return cos_f32(x); }
+inline double cos_of(double x) { return std::cos(x); }
 
 // The logistic function, stable on both sides: 1 / (1 + e) for x >= 0, e / (1 + e) below, with
 // one e = exp(-|x|) for both (lane loops compute both sides; the bits of exp(-x) and exp(x)).

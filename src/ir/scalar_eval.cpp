@@ -117,8 +117,8 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Tanh: return out(tanh_of(x));
         case Op::Sigmoid: return out(sigmoid_of(x));
         case Op::Softplus: return out(softplus_of(x));
-        case Op::Sin: return out(std::sin(x));
-        case Op::Cos: return out(std::cos(x));
+        case Op::Sin: return out(sin_of(x));
+        case Op::Cos: return out(cos_of(x));
         case Op::Floor: return out(std::floor(x));
         case Op::Ceil: return out(std::ceil(x));
         case Op::Pow: return out(std::pow(x, y));

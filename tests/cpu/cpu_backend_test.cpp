@@ -272,6 +272,35 @@ TEST(CpuBackend, TranscendentalsInLaneLoopsGiveTheReferencesBits) {
         }
 }
 
+// sin and cos in the lane loops give the reference's bits: f32 vectors whose lanes are all
+// within the polynomials' range (magnitudes from 2^-30 to 2^20, and floats next to multiples of
+// pi/2), and the same with one lane in 64 beyond it (1e30, inf or NaN), which sends its vector
+// lane by lane through the C library's; f64 (the C library's everywhere) on the same values.
+TEST(CpuBackend, SinAndCosInLaneLoopsGiveTheReferencesBitsInsideAndBeyondThePolynomialsRange) {
+    std::mt19937_64 rng(11);
+    for (DType t : {DType::F32, DType::F64})
+        for (bool beyond : {false, true})
+            for (std::int64_t n : {1, 7, 1021}) {
+                ProgramBuilder pb("p");
+                Expr x = pb.param("x", t, {pb.symbol("N")});
+                ProgramRef p = pb.build({sin(x), cos(x)});
+                Inputs in;
+                in.add(t, {n}, Values::Unit, Layout::Contiguous, rng);
+                Tensor& v = in.storage.back();
+                const double far[] = {1e30, INFINITY, -INFINITY, NAN};
+                for (std::int64_t i = 0; i < n; ++i) {
+                    const double magnitude = std::exp2(std::uniform_real_distribution<double>(-30, 20)(rng));
+                    const double sign = rng() % 2 ? 1 : -1;
+                    const double k = static_cast<double>(rng() % 600000);
+                    double value = rng() % 4 ? sign * magnitude : sign * k * 1.5707963267948966;
+                    if (beyond && rng() % 64 == 0) value = far[rng() % std::size(far)];
+                    if (t == DType::F32) static_cast<float*>(v.data())[i] = static_cast<float>(value);
+                    else static_cast<double*>(v.data())[i] = value;
+                }
+                expect_bitwise(p, in, cat(dtype_name(t), beyond ? " with lanes beyond" : "", " n=", n), {1, 2});
+            }
+}
+
 TEST(CpuBackend, LiteralsInAFloatPrologueBecomeConstantsInsteadOfConversionsAtEveryStep) {
     // Welford's leaves from x: count = 0 * x + 1 and m2 = 0.0 * x, weak integer and f64
     // literals that are f32 constants, filled once.

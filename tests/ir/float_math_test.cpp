@@ -1,4 +1,4 @@
-// scanc's exp, log, log1p, expm1 and tanh (src/ir/float_math.h), which the reference executor
+// scanc's exp, log, log1p, expm1, tanh, sin and cos (src/ir/float_math.h), which the reference executor
 // and the CPU backend share: f32 against the C library's f64 functions rounded to f32, f64 against its long
 // double ones rounded to f64.
 #include "../../src/ir/float_math.h"
@@ -30,6 +30,8 @@ float log_rounded(float x) { return static_cast<float>(std::log(static_cast<doub
 float log1p_rounded(float x) { return static_cast<float>(std::log1p(static_cast<double>(x))); }
 float expm1_rounded(float x) { return static_cast<float>(std::expm1(static_cast<double>(x))); }
 float tanh_rounded(float x) { return static_cast<float>(std::tanh(static_cast<double>(x))); }
+float sin_rounded(float x) { return static_cast<float>(std::sin(static_cast<double>(x))); }
+float cos_rounded(float x) { return static_cast<float>(std::cos(static_cast<double>(x))); }
 
 // check(x) for every x within 64 representable values of each edge.
 template <typename T, typename Check>
@@ -152,6 +154,51 @@ TEST(TanhF32, GivesTheSpecialValuesOfTanhAndExpm1) {
     EXPECT_EQ(expm1_f32(89.0f), INFINITY);
     EXPECT_EQ(expm1_f32(-100.0f), -1.0f);
     EXPECT_TRUE(std::isnan(expm1_f32(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// sin and cos: every 4099th float (the C library's path beyond 2^20 included), the floats around
+// 2^-12 (below it sin is x), pi/4 (where the quadrant turns) and the limit, and every float
+// within 64 ulps of k pi/2 for k = 1 .. 1000 and every 4999th k up to the limit (2^28), where
+// the reduced argument cancels most.
+template <typename F, typename R>
+std::int64_t worst_trig_ulps(F f, R ref, float& at) {
+    std::int64_t worst = worst_ulps(f, ref, {0x1p-12f, 0.785398163f, 0x1p28f, -0x1p28f}, at);
+    for (std::int64_t k = 1; k < 170891319; k += k < 1000 ? 1 : 4999) {
+        const float multiple = static_cast<float>(static_cast<double>(k) * 1.5707963267948966);
+        float x = multiple;
+        for (int i = 0; i < 64; ++i) x = std::nextafter(x, 0.0f);
+        for (int i = 0; i < 128; ++i, x = std::nextafter(x, INFINITY)) {
+            const std::int64_t d = ulps_apart(f(x), ref(x));
+            if (d > worst) worst = d, at = x;
+        }
+    }
+    return worst;
+}
+
+TEST(SinF32, IsWithinOneUlpOfSinAcrossEveryBinadeAndNearMultiplesOfHalfPi) {
+    float at = 0;
+    EXPECT_LE(worst_trig_ulps(sin_f32, sin_rounded, at), 1) << "at " << at;
+}
+
+TEST(CosF32, IsWithinOneUlpOfCosAcrossEveryBinadeAndNearMultiplesOfHalfPi) {
+    float at = 0;
+    EXPECT_LE(worst_trig_ulps(cos_f32, cos_rounded, at), 1) << "at " << at;
+}
+
+TEST(SinF32, GivesTheSpecialValuesOfSinAndCos) {
+    EXPECT_EQ(sin_f32(0.0f), 0.0f);
+    EXPECT_TRUE(std::signbit(sin_f32(-0.0f)));
+    EXPECT_EQ(sin_f32(std::numeric_limits<float>::denorm_min()), std::numeric_limits<float>::denorm_min());
+    EXPECT_EQ(cos_f32(0.0f), 1.0f);
+    EXPECT_EQ(cos_f32(-0.0f), 1.0f);
+    for (float x : {INFINITY, -INFINITY, std::numeric_limits<float>::quiet_NaN()}) {
+        EXPECT_TRUE(std::isnan(sin_f32(x))) << x;
+        EXPECT_TRUE(std::isnan(cos_f32(x))) << x;
+    }
+    // Just past the polynomials' range, the C library's values.
+    const float past = std::nextafter(kTrigReducedLimit, INFINITY);
+    EXPECT_EQ(sin_f32(past), std::sin(past));
+    EXPECT_EQ(cos_f32(-past), std::cos(-past));
 }
 
 // The same for f64: distance in ulps, and the worst over 2^20 random bit patterns (NaNs left

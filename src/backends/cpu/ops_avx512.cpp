@@ -29,7 +29,7 @@ namespace {
 
 // The lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
 // lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 and f64 exp, log, log1p,
-// expm1, tanh, sigmoid, softplus and logaddexp; null for the rest of the table.
+// expm1, tanh, sigmoid, softplus, logaddexp, sin and cos; null for the rest of the table.
 template <Op O>
 using ArithmeticF = std::conditional_t<O == Op::Add, AddF,
                     std::conditional_t<O == Op::Sub, SubF, std::conditional_t<O == Op::Mul, MulF, DivF>>>;
@@ -47,6 +47,8 @@ template <typename T> OpFn transcendental(Op op) {
         case Op::Tanh: return &unary_loop<T, TanhF>;
         case Op::Sigmoid: return &unary_loop<T, SigmoidF>;
         case Op::Softplus: return &unary_loop<T, SoftplusF>;
+        case Op::Sin: return trig_lanes<T, SinF>();
+        case Op::Cos: return trig_lanes<T, CosF>();
         default: return nullptr;
     }
 }
