@@ -1,7 +1,7 @@
 // Float functions as scanc defines them, shared by the reference executor, constant folding and
-// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log, log1p, expm1
-// and tanh of f32 and f64, sin and cos of f32, and the formulas built on them (sigmoid,
-// softplus, logaddexp).
+// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log, log1p, expm1,
+// tanh, sin and cos of f32 and f64, and the formulas built on them (sigmoid, softplus,
+// logaddexp).
 // glibc's are a call per element; these are straight-line arithmetic that the compiler turns
 // into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
 // contraction, no table lookups, no conversions between f64 and 64-bit integers, which AVX2
@@ -267,10 +267,9 @@ inline float tanh_f32(float x) {
 // in four parts, the first three of 25 bits (each times k exact for |k| < 2^28, and x - k p1
 // exact by cancellation; 128 bits of pi/2 in all); sin(r) and cos(r) by polynomials in r^2
 // (FreeBSD's __kernel_sindf and __kernel_cosdf coefficients, within 2^-37.5 and 2^-34.1 of the
-// result), the quadrant's chosen, one rounding to f32: within 1 ulp. Below 2^-12, sin(x) = x
-// (which keeps -0). Beyond the limit, and at inf and NaN, the C library's (sin_f32 / cos_f32);
-// the CPU backend's lane loops take the polynomial path a vector at a time when every lane is
-// within the limit.
+// result), the quadrant's chosen, one rounding to f32: within 1 ulp. Beyond the limit, and at
+// inf and NaN, the C library's (sin_of / cos_of below); the CPU backend's lane loops take the
+// polynomial path a vector at a time when every lane is within the limit.
 constexpr float kTrigReducedLimit = 0x1p28f;
 inline void sin_cos_reduced(float x, double& s, double& c, std::uint64_t& quadrant) {
     const double d = x;
@@ -284,24 +283,64 @@ inline void sin_cos_reduced(float x, double& s, double& c, std::uint64_t& quadra
     c = ((1.0 + z * -0x1.ffffffd0c5e81p-2) + w * 0x1.55553e1053a42p-5) +
         w * z * (-0x1.6c087e80f1e27p-10 + z * 0x1.99342e0ee5069p-16);
 }
-// sin: quadrants 0..3 give s, c, -s, -c; cos: c, -s, -c, s.
-inline float sin_f32_reduced(float x) {
+// sin and cos of an f64 where |x| <= kTrigReducedLimitF64: k as for f32, x - k pi/2 = y0 + y1
+// (a pair of doubles) by pi/2 in fdlibm's four parts, three of 33 bits (each times k exact for
+// |k| < 2^20, x - k p1 exact by cancellation) and the rest by exact two-sums, 152 bits of pi/2
+// in all; then fdlibm's __kernel_sin and __kernel_cos on (y0, y1) and their coefficients, both
+// computed and the quadrant's chosen: within 1 ulp. Beyond the limit, at inf and at NaN, the C
+// library's, as for f32.
+constexpr double kTrigReducedLimitF64 = 0x1p20;
+inline void two_sum(double a, double b, double& sum, double& err) {
+    sum = a + b;
+    const double bb = sum - a;
+    err = (a - (sum - bb)) + (b - bb);
+}
+inline void sin_cos_reduced(double x, double& s, double& c, std::uint64_t& quadrant) {
+    constexpr double kRound = 6755399441055744.0;
+    const double t = x * 0x1.45f306dc9c883p-1 + kRound, k = t - kRound;
+    quadrant = std::bit_cast<std::uint64_t>(t);
+    double s1, e1, s2, e2, y0, y1;
+    two_sum(x - k * 0x1.921fb544p+0, -(k * 0x1.0b4611a6p-34), s1, e1);
+    two_sum(s1, -(k * 0x1.3198a2ep-69), s2, e2);
+    two_sum(s2, (e1 + e2) - k * 0x1.b839a252049c1p-104, y0, y1);
+    const double z = y0 * y0, v = z * y0, w = z * z;
+    const double rs = 8.33333333332248946124e-03 +
+                      z * (-1.98412698298579493134e-04 +
+                           z * (2.75573137070700676789e-06 + z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)));
+    s = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * -1.66666666666666324348e-01);
+    const double rc = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * 2.48015872894767294178e-05)) +
+                      w * w * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11));
+    const double hz = 0.5 * z, one_minus = 1.0 - hz;
+    c = one_minus + (((1.0 - one_minus) - hz) + (z * rc - y0 * y1));
+}
+// The polynomial paths' limits, by type.
+template <typename T>
+constexpr T kTrigLimit = std::is_same_v<T, float> ? T(kTrigReducedLimit) : T(kTrigReducedLimitF64);
+// The polynomial paths (T float or double; sin_cos_reduced in f64 for both). sin: quadrants
+// 0..3 give s, c, -s, -c, and x itself below 2^-12 (f32) or 2^-26 (f64), which keeps -0; cos:
+// c, -s, -c, s.
+template <typename T>
+inline T sin_reduced_of(T x) {
     double s, c;
     std::uint64_t q;
     sin_cos_reduced(x, s, c, q);
     const double v = (q & 1) ? c : s;
-    const float r = static_cast<float>((q & 2) ? -v : v);
-    return std::fabs(x) < 0x1p-12f ? x : r;
+    const T r = static_cast<T>((q & 2) ? -v : v);
+    return std::fabs(x) < (std::is_same_v<T, float> ? T(0x1p-12) : T(0x1p-26)) ? x : r;
 }
-inline float cos_f32_reduced(float x) {
+template <typename T>
+inline T cos_reduced_of(T x) {
     double s, c;
     std::uint64_t q;
     sin_cos_reduced(x, s, c, q);
     const double v = (q & 1) ? s : c;
-    return static_cast<float>(((q + 1) & 2) ? -v : v);
+    return static_cast<T>(((q + 1) & 2) ? -v : v);
 }
-inline float sin_f32(float x) { return std::fabs(x) <= kTrigReducedLimit ? sin_f32_reduced(x) : std::sin(x); }
-inline float cos_f32(float x) { return std::fabs(x) <= kTrigReducedLimit ? cos_f32_reduced(x) : std::cos(x); }
+// sin and cos at the compute dtype: the polynomial path within its limit, else the C library's.
+template <typename T>
+inline T sin_of(T x) { return std::fabs(x) <= kTrigLimit<T> ? sin_reduced_of(x) : std::sin(x); }
+template <typename T>
+inline T cos_of(T x) { return std::fabs(x) <= kTrigLimit<T> ? cos_reduced_of(x) : std::cos(x); }
 
 // At the compute dtype.
 inline float exp_of(float x) { return exp_f32(x); }
@@ -314,10 +353,6 @@ inline float expm1_of(float x) { return expm1_f32(x); }
 inline double expm1_of(double x) { return expm1_f64(x); }
 inline float tanh_of(float x) { return tanh_f32(x); }
 inline double tanh_of(double x) { return tanh_f64(x); }
-inline float sin_of(float x) { return sin_f32(x); }
-inline double sin_of(double x) { return std::sin(x); }
-inline float cos_of(float x) { return cos_f32(x); }
-inline double cos_of(double x) { return std::cos(x); }
 
 // The logistic function, stable on both sides: 1 / (1 + e) for x >= 0, e / (1 + e) below, with
 // one e = exp(-|x|) for both (lane loops compute both sides; the bits of exp(-x) and exp(x)).

@@ -272,10 +272,10 @@ TEST(CpuBackend, TranscendentalsInLaneLoopsGiveTheReferencesBits) {
         }
 }
 
-// sin and cos in the lane loops give the reference's bits: f32 vectors whose lanes are all
-// within the polynomials' range (magnitudes from 2^-30 to 2^20, and floats next to multiples of
-// pi/2), and the same with one lane in 64 beyond it (1e30, inf or NaN), which sends its vector
-// lane by lane through the C library's; f64 (the C library's everywhere) on the same values.
+// sin and cos in the lane loops give the reference's bits, f32 and f64: vectors whose lanes are
+// all within the polynomials' range (magnitudes from 2^-30 to 2^20, and values next to
+// multiples of pi/2), and the same with one lane in 64 beyond it (1e30, inf or NaN), which
+// sends that lane through the C library's.
 TEST(CpuBackend, SinAndCosInLaneLoopsGiveTheReferencesBitsInsideAndBeyondThePolynomialsRange) {
     std::mt19937_64 rng(11);
     for (DType t : {DType::F32, DType::F64})

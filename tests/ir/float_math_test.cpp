@@ -177,29 +177,14 @@ std::int64_t worst_trig_ulps(F f, R ref, float& at) {
 
 TEST(SinF32, IsWithinOneUlpOfSinAcrossEveryBinadeAndNearMultiplesOfHalfPi) {
     float at = 0;
-    EXPECT_LE(worst_trig_ulps(sin_f32, sin_rounded, at), 1) << "at " << at;
+    EXPECT_LE(worst_trig_ulps(sin_of<float>, sin_rounded, at), 1) << "at " << at;
 }
 
 TEST(CosF32, IsWithinOneUlpOfCosAcrossEveryBinadeAndNearMultiplesOfHalfPi) {
     float at = 0;
-    EXPECT_LE(worst_trig_ulps(cos_f32, cos_rounded, at), 1) << "at " << at;
+    EXPECT_LE(worst_trig_ulps(cos_of<float>, cos_rounded, at), 1) << "at " << at;
 }
 
-TEST(SinF32, GivesTheSpecialValuesOfSinAndCos) {
-    EXPECT_EQ(sin_f32(0.0f), 0.0f);
-    EXPECT_TRUE(std::signbit(sin_f32(-0.0f)));
-    EXPECT_EQ(sin_f32(std::numeric_limits<float>::denorm_min()), std::numeric_limits<float>::denorm_min());
-    EXPECT_EQ(cos_f32(0.0f), 1.0f);
-    EXPECT_EQ(cos_f32(-0.0f), 1.0f);
-    for (float x : {INFINITY, -INFINITY, std::numeric_limits<float>::quiet_NaN()}) {
-        EXPECT_TRUE(std::isnan(sin_f32(x))) << x;
-        EXPECT_TRUE(std::isnan(cos_f32(x))) << x;
-    }
-    // Just past the polynomials' range, the C library's values.
-    const float past = std::nextafter(kTrigReducedLimit, INFINITY);
-    EXPECT_EQ(sin_f32(past), std::sin(past));
-    EXPECT_EQ(cos_f32(-past), std::cos(-past));
-}
 
 // The same for f64: distance in ulps, and the worst over 2^20 random bit patterns (NaNs left
 // out), 2^20 draws from [lo, hi), and every double within 64 ulps of each of `edges`.
@@ -289,6 +274,59 @@ TEST(TanhF64, IsWithinOneUlpOfTanh) {
                              {0.0, 0.625, -0.625, 19.061547465398498}, at),
               1)
         << "at " << at;
+}
+
+// f64 sin and cos against the long double ones: random bit patterns, draws from +-2^21 (the
+// C library's path beyond 2^20 included), the edges 2^-26 (below it sin is x), pi/4 and the
+// limit, and every double within 64 ulps of k pi/2 for k = 1 .. 1000 and every 997th k up to
+// the limit, where the reduced argument cancels most.
+template <typename F, typename R>
+std::int64_t worst_trig_ulps_f64(F f, R ref, double& at) {
+    std::int64_t worst = worst_ulps_f64(f, ref, -0x1p21, 0x1p21, {0x1p-26, 0.78539816339744828, 0x1p20, -0x1p20}, at);
+    for (std::int64_t k = 1; k < 667544; k += k < 1000 ? 1 : 997) {
+        double x = static_cast<double>(static_cast<long double>(k) * 1.5707963267948966192313216916397514L);
+        for (int i = 0; i < 64; ++i) x = std::nextafter(x, 0.0);
+        for (int i = 0; i < 128; ++i, x = std::nextafter(x, INFINITY)) {
+            const std::int64_t d = ulps_apart(f(x), static_cast<double>(ref(static_cast<long double>(x))));
+            if (d > worst) worst = d, at = x;
+        }
+    }
+    return worst;
+}
+
+TEST(SinF64, IsWithinOneUlpOfSinAcrossItsRangeAndNearMultiplesOfHalfPi) {
+    ASSERT_GE(std::numeric_limits<long double>::digits, 64);
+    double at = 0;
+    EXPECT_LE(worst_trig_ulps_f64(sin_of<double>, [](long double x) { return std::sin(x); }, at), 1) << "at " << at;
+}
+
+TEST(CosF64, IsWithinOneUlpOfCosAcrossItsRangeAndNearMultiplesOfHalfPi) {
+    ASSERT_GE(std::numeric_limits<long double>::digits, 64);
+    double at = 0;
+    EXPECT_LE(worst_trig_ulps_f64(cos_of<double>, [](long double x) { return std::cos(x); }, at), 1) << "at " << at;
+}
+
+// Signed zeros, the smallest subnormal, inf and NaN, and the C library's values just past the
+// polynomials' limit, at T.
+template <typename T>
+void expect_special_values_of_sin_and_cos() {
+    EXPECT_EQ(sin_of<T>(T(0)), T(0));
+    EXPECT_TRUE(std::signbit(sin_of<T>(-T(0))));
+    EXPECT_EQ(sin_of<T>(std::numeric_limits<T>::denorm_min()), std::numeric_limits<T>::denorm_min());
+    EXPECT_EQ(cos_of<T>(T(0)), T(1));
+    EXPECT_EQ(cos_of<T>(-T(0)), T(1));
+    for (T x : {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN()}) {
+        EXPECT_TRUE(std::isnan(sin_of<T>(x))) << x;
+        EXPECT_TRUE(std::isnan(cos_of<T>(x))) << x;
+    }
+    const T past = std::nextafter(kTrigLimit<T>, std::numeric_limits<T>::infinity());
+    EXPECT_EQ(sin_of<T>(past), std::sin(past));
+    EXPECT_EQ(cos_of<T>(-past), std::cos(-past));
+}
+
+TEST(SinAndCos, GiveTheirSpecialValuesAtF32AndF64) {
+    expect_special_values_of_sin_and_cos<float>();
+    expect_special_values_of_sin_and_cos<double>();
 }
 
 TEST(TanhF64, GivesTheSpecialValuesOfTanhAndExpm1) {
