@@ -316,26 +316,24 @@ inline void sin_cos_reduced(double x, double& s, double& c, std::uint64_t& quadr
 // The polynomial paths' limits, by type.
 template <typename T>
 constexpr T kTrigLimit = std::is_same_v<T, float> ? T(kTrigReducedLimit) : T(kTrigReducedLimitF64);
-// The polynomial paths (T float or double; sin_cos_reduced in f64 for both). sin: quadrants
-// 0..3 give s, c, -s, -c, and x itself below 2^-12 (f32) or 2^-26 (f64), which keeps -0; cos:
-// c, -s, -c, s.
+// The polynomial paths (T float or double; sin_cos_reduced in f64 for both). Quadrants 0..3 of
+// x + turns pi/2 give s, c, -s, -c: sin is turns 0 (and x itself below 2^-12 (f32) or 2^-26
+// (f64), which keeps -0), cos turns 1.
+template <typename T>
+inline T trig_reduced(T x, std::uint64_t turns) {
+    double s, c;
+    std::uint64_t q;
+    sin_cos_reduced(x, s, c, q);
+    q += turns;
+    const double v = (q & 1) ? c : s;
+    return static_cast<T>((q & 2) ? -v : v);
+}
 template <typename T>
 inline T sin_reduced_of(T x) {
-    double s, c;
-    std::uint64_t q;
-    sin_cos_reduced(x, s, c, q);
-    const double v = (q & 1) ? c : s;
-    const T r = static_cast<T>((q & 2) ? -v : v);
-    return std::fabs(x) < (std::is_same_v<T, float> ? T(0x1p-12) : T(0x1p-26)) ? x : r;
+    return std::fabs(x) < (std::is_same_v<T, float> ? T(0x1p-12) : T(0x1p-26)) ? x : trig_reduced(x, 0);
 }
 template <typename T>
-inline T cos_reduced_of(T x) {
-    double s, c;
-    std::uint64_t q;
-    sin_cos_reduced(x, s, c, q);
-    const double v = (q & 1) ? s : c;
-    return static_cast<T>(((q + 1) & 2) ? -v : v);
-}
+inline T cos_reduced_of(T x) { return trig_reduced(x, 1); }
 // sin and cos at the compute dtype: the polynomial path within its limit, else the C library's.
 template <typename T>
 inline T sin_of(T x) { return std::fabs(x) <= kTrigLimit<T> ? sin_reduced_of(x) : std::sin(x); }

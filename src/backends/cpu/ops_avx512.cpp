@@ -47,8 +47,8 @@ template <typename T> OpFn transcendental(Op op) {
         case Op::Tanh: return &unary_loop<T, TanhF>;
         case Op::Sigmoid: return &unary_loop<T, SigmoidF>;
         case Op::Softplus: return &unary_loop<T, SoftplusF>;
-        case Op::Sin: return &trig_loop<T, SinF>;
-        case Op::Cos: return &trig_loop<T, CosF>;
+        case Op::Sin: return unary_lanes<T, SinF>();
+        case Op::Cos: return unary_lanes<T, CosF>();
         default: return nullptr;
     }
 }
