@@ -1,4 +1,5 @@
-// A measurement, not part of the backend (issue 5, thirty-third session; docs/benchmarks.md):
+// A measurement, not part of the backend (issue 5, thirty-third session;
+// docs/history/cuda-sessions-21-37.md):
 // cols tiles staged in shared memory by bulk tensor copies, so that an SM keeps loading while
 // its tiles wait on their look-back. The backend's cols tiles hold their items in registers,
 // so a tile that waits holds its SM's share of the bytes in flight. Here a persistent grid

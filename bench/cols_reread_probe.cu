@@ -1,4 +1,5 @@
-// A measurement, not part of the backend (issue 5, thirty-third session; docs/benchmarks.md):
+// A measurement, not part of the backend (issue 5, thirty-third session;
+// docs/history/cuda-sessions-21-37.md):
 // a cols scan in two passes whose second reads its inputs back from L2, so that no tile ever
 // waits on another while it holds data. Every look-back kernel so far lost 8-16 points to tiles
 // that hold their items while their predecessors' loads land. Here tiles of TS = WARPS R steps

@@ -1,4 +1,5 @@
-// A measurement, not part of the backend (issue 5, thirty-seventh session; docs/benchmarks.md):
+// A measurement, not part of the backend (issue 5, thirty-seventh session;
+// docs/history/cuda-sessions-21-37.md):
 // a cols scan in two passes of independent warps, so that no warp holds data while it waits.
 // The thirty-second session's warp tiles (one warp, R steps x 32 V columns, no barrier) moved
 // (2,4096,1024)'s bytes at 93% of the big copy with no look-back, and lost most of it to any

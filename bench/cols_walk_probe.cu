@@ -1,4 +1,5 @@
-// A measurement, not part of the backend (issue 5, twenty-sixth session; docs/benchmarks.md):
+// A measurement, not part of the backend (issue 5, twenty-sixth session;
+// docs/history/cuda-sessions-21-37.md):
 // what a cols scan reaches with no look-back at all, when each warp walks whole lines of L
 // columns from the first step to the last (lane = column, one sequential scan per lane) and its
 // inputs arrive through a ring of D shared-memory stages of S steps. f32 sum or the affine scan

@@ -1,4 +1,5 @@
-// A measurement, not part of the backend (issue 5, thirty-second session; docs/benchmarks.md):
+// A measurement, not part of the backend (issue 5, thirty-second session;
+// docs/history/cuda-sessions-21-37.md):
 // cols tiles of one warp each, V columns a lane. The backend's cols tile stacks a block's warps
 // along the scan dim, so a block reads 32 columns (128 bytes) per step, rows C floats apart, and
 // folds its warps through shared memory behind two barriers. Here a tile is one warp: R steps x

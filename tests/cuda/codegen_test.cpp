@@ -97,7 +97,8 @@ TEST(CudaCodegen, ContiguousLayoutStepsByElementSizeSliceStepAndZeroWhereBroadca
 
 // A prologue that computes (mamba's exp(dt A), dt x) fetches every item's inputs before its
 // arithmetic, and A, broadcast along the scan dim, is read once per line in row_base, not per
-// item; a scan of plain inputs keeps one loop of loads (docs/benchmarks.md, 28th session).
+// item; a scan of plain inputs keeps one loop of loads (docs/history/cuda-sessions-21-37.md,
+// 28th session).
 TEST(CudaCodegen, AComputingPrologueFetchesFirstAndReadsBroadcastInputsOncePerLine) {
     auto plan = cuda::make_plan(mamba_like());
     const auto& stage = plan.stages[0];
@@ -254,8 +255,8 @@ TEST(CudaCodegen, EmitsPtxWithoutAGpu) {
 
 TEST(CudaCodegen, AComputingPrologueAddsNoBranchPerItem) {
     // Its items are chosen by selects (keep_if): a branch each serialized their arithmetic and
-    // cost mamba's rows kernel a third of its speed (docs/benchmarks.md, 29th session). So each
-    // kernel has as many branches as the same scan of plain inputs.
+    // cost mamba's rows kernel a third of its speed (docs/history/cuda-sessions-21-37.md, 29th
+    // session). So each kernel has as many branches as the same scan of plain inputs.
     SKIP_WITHOUT_NVRTC();
     dsl::ProgramBuilder b("plain");
     Size B = b.symbol("B"), L = b.symbol("L"), D = b.symbol("D");

@@ -83,8 +83,8 @@ struct Layout {
     }
     // line_offset of `count` consecutive lines from `line` on, plus start[i] steps, into out:
     // the divisions once, then an odometer over the line dims (a group of many one-step lines
-    // spent 80% of its time in the divisions: Mamba with L = 1; docs/benchmarks.md, CPU,
-    // thirty-fourth session).
+    // spent 80% of its time in the divisions: Mamba with L = 1;
+    // docs/history/cpu-sessions-25-35.md, thirty-fourth session).
     void line_offsets(const Slot& s, std::int64_t line, int count, const std::int64_t* start,
                       std::int64_t* out) const {
         constexpr std::size_t kDigits = 8;

@@ -91,9 +91,10 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode,
 // Lines of a Split-B job: the lines after the walking dim (side by side in memory where the
 // tensors are contiguous), so that each piece of a line has them all as neighbouring lanes and a
 // tile row reads them as one run. One line at a time, a split along dim 1 of [1, 2^20, 16] read
-// the whole tensor once per line, element by element (296 ms, 2 threads; docs/benchmarks.md,
-// CPU, thirty-fourth session). One line where the stage fixes up (the walking dim is then the
-// contiguous one) and for one-op stages (their own serial path scans a lane at a time).
+// the whole tensor once per line, element by element (296 ms, 2 threads;
+// docs/history/cpu-sessions-25-35.md, thirty-fourth session). One line where the stage fixes up
+// (the walking dim is then the contiguous one) and for one-op stages (their own serial path scans
+// a lane at a time).
 int split_b_lines(const StageCode& code, const Layout& L, bool fix) {
     if (fix || code.serial) return 1;
     const std::int64_t run = L.run_lines();

@@ -193,7 +193,8 @@ public:
         queue_.push_back(std::move(c));
         if (threads_.empty()) {
             // A stage has at most 7 kernels, and the H200 machine ran about 4 compiles' worth at
-            // once (docs/benchmarks.md, eleventh session): more threads would only contend.
+            // once (docs/history/cuda-sessions-08-13.md, eleventh session): more threads would
+            // only contend.
             int n = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
             for (int t = 0; t < n; ++t) threads_.emplace_back([this] { work(); });
         }

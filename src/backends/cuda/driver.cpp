@@ -36,8 +36,8 @@ Loaded load() {
     SCANC_CUDA_DRIVER_FUNCTIONS(SCANC_LOAD)
 #undef SCANC_LOAD
     // NVRTC loads (and its files are read ahead) while cuInit runs, 0.2-0.4 s on a fresh
-    // machine, so the first compile finds it in memory (docs/benchmarks.md, thirty-seventh
-    // session: compile + first run 495 -> 260 ms). Joined on return.
+    // machine, so the first compile finds it in memory (docs/history/cuda-sessions-21-37.md,
+    // thirty-seventh session: compile + first run 495 -> 260 ms). Joined on return.
     std::jthread load_nvrtc([] { nvrtc_available(); });
     if (CUresult r = l.driver.cuInit(0); r != CUDA_SUCCESS) {
         l.why = cat("cuInit failed with error ", static_cast<int>(r), " (no usable GPU)");

@@ -63,7 +63,8 @@ Tuning with_few_lines_lanes(Tuning t, int lanes) {
 // First match wins. Threads x items shrink as the state grows, to keep registers and the
 // shared-memory transpose (threads x items x words x 4 bytes) within budget.
 const Row kTable[] = {
-    // sm_90, from H200 sweeps (each figure's run and what lost: docs/benchmarks.md):
+    // sm_90, from H200 sweeps (each figure's run and what lost: the CUDA session logs in
+    // docs/history/, the session named):
     // - Look-back tiles as long as registers allow without spills: 4-byte states 128x96 at 3
     //   blocks/SM, window 32 (tenth session: 1-D 74.9 -> 80.7%, 16x2^22 85.1 -> 88.3%); 8-byte
     //   states 128x48 at 3 (affine 1-D 71.8 -> 75.2%; their window: below). Fewer tiles, fewer

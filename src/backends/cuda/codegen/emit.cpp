@@ -157,8 +157,9 @@ private:
         out_ << "    }\n";
         // The fused prologue in two halves, so that the kernels issue every load of a thread's
         // items before the arithmetic of any (interleaved, each warp waits a DRAM latency with a
-        // few loads in flight: docs/benchmarks.md, twenty-seventh session). fetch: the stored
-        // values of the accesses that step along the scan dim; compute: the leaves from them.
+        // few loads in flight: docs/history/cuda-sessions-21-37.md, twenty-seventh session).
+        // fetch: the stored values of the accesses that step along the scan dim; compute: the
+        // leaves from them.
         out_ << "    typedef Cursor<NIN, NOUT> Cur;\n    struct Raw {";
         for (std::size_t k = 0; k < s_.inputs.size(); ++k)
             if (!invariant_[k]) out_ << " " << storage_ctype(s_.inputs[k].dtype) << " i" << k << ";";

@@ -26,7 +26,7 @@ __device__ __forceinline__ int striped_at(int k, int lane, int it, int lw) {
 // ok ? v : State{}, word by word through selp. Written as a conditional, the compiler sinks v's
 // arithmetic into a branch per item, which serializes a computing prologue's items (% of copy,
 // branches -> selects: mamba (8,4096,1024) 74.5 -> 81.5, along rows of 4096 61 -> 97;
-// docs/benchmarks.md, 29th session).
+// docs/history/cuda-sessions-21-37.md, 29th session).
 template <class K> __device__ __forceinline__ typename K::State keep_if(bool ok, const typename K::State& v) {
     u32 w[K::NW], z[K::NW];
     K::to_words(v, w);
@@ -42,8 +42,9 @@ template <class K> __device__ __forceinline__ typename K::State keep_if(bool ok,
 // arithmetic: interleaved, ptxas places the first dependent instruction after a few loads and each
 // warp waits a DRAM latency with few in flight. (With keep_if's selects ptxas may still start the
 // first items' arithmetic among the last loads; forcing all loads first spilled and ran slower:
-// docs/benchmarks.md, 29th session.) Plain loads keep one loop, which ptxas schedules
-// best (two loops sink the last item's loads past the scan: docs/benchmarks.md, 28th session).
+// docs/history/cuda-sessions-21-37.md, 29th session.) Plain loads keep one loop, which ptxas
+// schedules best (two loops sink the last item's loads past the scan:
+// docs/history/cuda-sessions-21-37.md, 28th session).
 template <class K, int N, class Ok>
 __device__ __forceinline__ void load_items(typename K::Cur& c, const Steps<K::NIN, K::NOUT>& s, const typename K::Ctx& x,
                                            Ok ok, typename K::State (&items)[N]) {
@@ -409,7 +410,7 @@ __device__ __forceinline__ int wait_window_prefix(u64 (&praw)[1][K::NW], const u
 // several to a tile where they need at most half of it (the executable picks). Look-back
 // words: the aggregates A of every tile, then the inclusive prefixes P, NW words per tile each,
 // so that a warp's window loads are coalesced. Where a tile's time goes (stamps=1,
-// bench/lookback_stamps.py): docs/benchmarks.md.
+// bench/lookback_stamps.py): docs/history/cuda-sessions-01-04.md, third session.
 template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int T = K::ROW_THREADS, IT = SHARED ? K::SHARED_ITEMS : VEC ? K::ROW_ITEMS : K::SCALAR_ITEMS;
@@ -588,8 +589,8 @@ template <class K, bool SHARED, bool VEC> __device__ void scan_rows(const typena
 // time. Two kernels, which compile in parallel: scanc_resident_N (LW = 5: whole warps, for rows
 // longer than 16 x RES_ITEMS) and scanc_resident_groups_N (LW < 0: lw computed at run time; one
 // kernel per width would nearly double NVRTC's time). Longer rows take the look-back kernel, one
-// tile each while they fit one (faster than a resident block per row: docs/benchmarks.md, fifth
-// session).
+// tile each while they fit one (faster than a resident block per row:
+// docs/history/cuda-sessions-05-07.md, fifth session).
 template <class K, int LW> __device__ void scan_rows_resident_groups(const typename K::Args& a) {
     typedef typename K::State S;
     constexpr int IT = K::RES_ITEMS, WARPS = K::RES_THREADS / 32;

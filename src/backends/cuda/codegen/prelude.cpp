@@ -65,9 +65,9 @@ template <class T> __device__ __forceinline__ T sc_abs(T a) {
 }
 // min and max are selects, never branches: a scan unrolls dozens of combines, and branches
 // kept each one's loads and ops from moving past it (max down the columns: 37% of copy with
-// branches; docs/benchmarks.md, nineteenth session). A NaN operand wins, a first; on ties the
-// left operand, as in the reference. (logaddexp keeps its branches: selects computed both sides
-// and spilled in the one-tile rows kernel.)
+// branches; docs/history/cuda-sessions-14-20.md, nineteenth session). A NaN operand wins, a
+// first; on ties the left operand, as in the reference. (logaddexp keeps its branches: selects
+// computed both sides and spilled in the one-tile rows kernel.)
 template <class T> __device__ __forceinline__ T sc_min(T a, T b) {
     const T m = b < a ? b : a;
     if constexpr (Tr<T>::flt) return (b != b) & (a == a) ? b : m;
