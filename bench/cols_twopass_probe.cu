@@ -21,6 +21,9 @@
 // integers bitwise, the affine scan within 1e-4 (1 + |h|)).
 // "reads alone" and "one pass, no prefix" lines time the R visits alone and the S visits with
 // no prefix (results wrong): what the two passes' parts reach by themselves.
+// "strided" lines give a lane the columns lane + 32 q instead of 4 adjacent ones (four scalar
+// accesses of a warp's 128 contiguous bytes each, against one 16-byte vector access): how a
+// backend kernel built on the generic one-element loads would read (thirty-eighth session).
 // Built and run by `TWOPASS_PROBE=1 scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++20 -arch=sm_90
 // bench/cols_twopass_probe.cu -o probe && ./probe
 #include <cuda_runtime.h>
@@ -91,7 +94,7 @@ template <int NIN> struct Slot {
     }
 };
 
-template <int NIN, int B, int WARPS, int MINB, int HINT>
+template <int NIN, int B, int WARPS, int MINB, int HINT, bool STRIDED>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
     twopass_cols(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, i64 T, i64 C,
                  const u64* __restrict__ visits, i64 nvisits, Plan plan, float* planes, unsigned* flags, unsigned epoch) {
@@ -130,7 +133,10 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     const i64 chunk = idx / plan.lines, line = idx % plan.lines, o = line / col_groups, g = line % col_groups;
     const i64 t0 = chunk * plan.rc;
     const i64 nv = T - t0 < plan.rc ? T - t0 : plan.rc;
-    const i64 at0 = (o * T + t0) * C + g * LC + lane * V;
+    // A lane's V columns: adjacent (one vector access), or STRIDED 32 apart (lane + 32 q: V
+    // scalar accesses, each a warp's 128 contiguous bytes), as a backend kernel whose loads
+    // are one element a lane would take them.
+    const i64 at0 = (o * T + t0) * C + g * LC + (STRIDED ? lane : lane * V);
     S run[V];
     bool has = false;
     if (kind == SCAN && chunk > 0) {
@@ -161,8 +167,16 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
 #pragma unroll
         for (int k = 0; k < B; ++k)
             if (k0 + k < nv) {
-                load4<HINT>(in0 + at0 + (k0 + k) * C, va[k], kind == REDUCE);
-                if (NIN == 2) load4<HINT>(in1 + at0 + (k0 + k) * C, vb[k], kind == REDUCE);
+                if constexpr (STRIDED) {
+#pragma unroll
+                    for (int q = 0; q < V; ++q) {
+                        va[k][q] = __ldg(in0 + at0 + (k0 + k) * C + 32 * q);
+                        if (NIN == 2) vb[k][q] = __ldg(in1 + at0 + (k0 + k) * C + 32 * q);
+                    }
+                } else {
+                    load4<HINT>(in0 + at0 + (k0 + k) * C, va[k], kind == REDUCE);
+                    if (NIN == 2) load4<HINT>(in1 + at0 + (k0 + k) * C, vb[k], kind == REDUCE);
+                }
             }
 #pragma unroll
         for (int k = 0; k < B; ++k)
@@ -175,7 +189,14 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
                     h[q] = run[q].b;
                 }
                 has = true;
-                if (kind != REDUCE) store_v<V>(out + at0 + (k0 + k) * C, h);
+                if (kind != REDUCE) {
+                    if constexpr (STRIDED) {
+#pragma unroll
+                        for (int q = 0; q < V; ++q) out[at0 + (k0 + k) * C + 32 * q] = h[q];
+                    } else {
+                        store_v<V>(out + at0 + (k0 + k) * C, h);
+                    }
+                }
             }
     }
     if (kind == REDUCE) agg(line, chunk).publish(run, lane, epoch);
@@ -204,14 +225,14 @@ static std::vector<u64> visit_list(const Plan& p, i64 lag, int only) {
 
 static unsigned g_epoch = 0;
 
-template <int NIN, int B, int WARPS, int MINB, int HINT>
+template <int NIN, int B, int WARPS, int MINB, int HINT, bool STRIDED>
 static double run(const float* x, const float* y, float* z, const Case& c, i64 rc, int gs, i64 lag, int only,
                   float* planes, unsigned* flags, u64* d_visits, int& per_sm, size_t& bad) {
     const i64 lines = c.O * (c.C / LC), chunks = (c.T + rc - 1) / rc;
     const Plan plan{lines, chunks, (chunks + gs - 1) / gs, rc, gs};
     const std::vector<u64> list = visit_list(plan, std::min(lag, lines * chunks), only);
     BENCH_CHECK(cudaMemcpy(d_visits, list.data(), list.size() * 8, cudaMemcpyHostToDevice));
-    auto kernel = twopass_cols<NIN, B, WARPS, MINB, HINT>;
+    auto kernel = twopass_cols<NIN, B, WARPS, MINB, HINT, STRIDED>;
     BENCH_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, WARPS * 32, 0));
     const i64 nvis = (i64)list.size();
     const unsigned grid = (unsigned)((nvis + WARPS - 1) / WARPS);
@@ -235,25 +256,29 @@ int main() {
                           {"sum 4096x8192 dim 0", 1, 1, 4096, 8192}, {"affine (2,4099,1024) dim 1", 2, 2, 4099, 1024}};
     for (const Case& c : cases) {
         probe.print_case(c);
-#define TRY(B, WARPS, MINB, HINT, RC, GS, LAG, ONLY)                                                                 \
+// SD 1: a lane's columns 32 apart (scalar accesses), as a backend kernel would read them.
+#define TRY(B, WARPS, MINB, HINT, RC, GS, LAG, ONLY, SD)                                                             \
     {                                                                                                                \
         size_t bad = 0;                                                                                              \
         int per_sm = 0;                                                                                              \
-        const double t = c.nin == 1 ? run<1, B, WARPS, MINB, HINT>(ints, y, z, c, RC, GS, LAG, ONLY, planes, flags,     \
-                                                                    d_visits, per_sm, bad)                           \
-                                    : run<2, B, WARPS, MINB, HINT>(x, y, z, c, RC, GS, LAG, ONLY, planes, flags,      \
-                                                                    d_visits, per_sm, bad);                          \
-        std::printf("  RC=%-3d B=%d GS=%-2d lag=%-5d warps=%d %d/SM %-7s %-19s %7.1f us %5.1f%% of copy  %zu differ\n", \
-                    RC, B, GS, LAG, WARPS, per_sm, HINT ? "L2 hint" : "",                                            \
+        const double t = c.nin == 1 ? run<1, B, WARPS, MINB, HINT, SD>(ints, y, z, c, RC, GS, LAG, ONLY, planes,      \
+                                                                        flags, d_visits, per_sm, bad)                \
+                                    : run<2, B, WARPS, MINB, HINT, SD>(x, y, z, c, RC, GS, LAG, ONLY, planes, flags,  \
+                                                                        d_visits, per_sm, bad);                      \
+        std::printf("  RC=%-3d B=%d GS=%-2d lag=%-5d warps=%d %d/SM %-7s %-8s %-19s %7.1f us %5.1f%% of copy  %zu "  \
+                    "differ\n",                                                                                      \
+                    RC, B, GS, LAG, WARPS, per_sm, HINT ? "L2 hint" : "", SD ? "strided" : "",                       \
                     ONLY == 1 ? "reads alone" : ONLY == 2 ? "one pass, no prefix" : "two passes", t * 1e6,           \
                     probe.percent(c, t), bad);                                                                       \
     }
-        TRY(4, 8, 4, 0, 64, 8, 0, 1) TRY(4, 8, 4, 0, 64, 8, 0, 2) TRY(8, 8, 2, 0, 64, 8, 0, 2)
-        TRY(4, 8, 4, 0, 16, 8, 0, 2) TRY(4, 8, 4, 0, 64, 8, 0, 0) TRY(4, 8, 4, 0, 64, 8, 512, 0)
-        TRY(4, 8, 4, 1, 64, 8, 512, 0) TRY(8, 8, 2, 0, 64, 8, 512, 0) TRY(8, 8, 2, 1, 64, 8, 512, 0)
-        TRY(4, 8, 4, 1, 32, 8, 1024, 0) TRY(4, 8, 4, 1, 128, 4, 256, 0) TRY(8, 8, 2, 1, 128, 4, 256, 0)
-        TRY(4, 8, 4, 1, 64, 8, 2048, 0) TRY(4, 8, 4, 1, 64, 8, 128, 0) TRY(4, 4, 8, 1, 64, 8, 512, 0)
-        TRY(4, 8, 3, 1, 64, 8, 512, 0)
+        TRY(4, 8, 4, 0, 64, 8, 0, 1, 0) TRY(4, 8, 4, 0, 64, 8, 0, 2, 0) TRY(8, 8, 2, 0, 64, 8, 0, 2, 0)
+        TRY(4, 8, 4, 0, 16, 8, 0, 2, 0) TRY(4, 8, 4, 0, 64, 8, 0, 0, 0) TRY(4, 8, 4, 0, 64, 8, 512, 0, 0)
+        TRY(4, 8, 4, 1, 64, 8, 512, 0, 0) TRY(8, 8, 2, 0, 64, 8, 512, 0, 0) TRY(8, 8, 2, 1, 64, 8, 512, 0, 0)
+        TRY(4, 8, 4, 1, 32, 8, 1024, 0, 0) TRY(4, 8, 4, 1, 128, 4, 256, 0, 0) TRY(8, 8, 2, 1, 128, 4, 256, 0, 0)
+        TRY(4, 8, 4, 1, 64, 8, 2048, 0, 0) TRY(4, 8, 4, 1, 64, 8, 128, 0, 0) TRY(4, 4, 8, 1, 64, 8, 512, 0, 0)
+        TRY(4, 8, 3, 1, 64, 8, 512, 0, 0)
+        TRY(4, 8, 4, 0, 64, 8, 0, 2, 1) TRY(4, 8, 4, 0, 64, 8, 512, 0, 1) TRY(8, 8, 2, 0, 64, 8, 512, 0, 1)
+        TRY(4, 8, 4, 0, 64, 8, 256, 0, 1)
 #undef TRY
     }
     return 0;
