@@ -15,7 +15,7 @@ namespace scanc::text {
 
 namespace {
 
-constexpr int kMaxDepth = 200;  // nested parentheses and prefix operators
+constexpr int kMaxDepth = 200;  // nested parentheses, calls and prefix operators
 
 int precedence_of(Op op) { return op_info(op).precedence; }
 
@@ -98,7 +98,8 @@ NodeRef Parser::parse_primary() {
                           "`y = scan f(x) dim=0`");
     if (t.kind == TokenKind::Ident && !is_reserved(t.text)) {
         next();
-        if (peek().is("(")) return parse_call(t);
+        // Calls nest like parentheses: `exp(exp(...))` is bounded too.
+        if (peek().is("(")) return nested(t, [&] { return parse_call(t); });
         return lookup(t);
     }
     fail(t, "an expression");
@@ -268,19 +269,21 @@ Size Parser::parse_size_factor() {
     if (t.kind != TokenKind::Ident || is_reserved(t.text)) fail(t, expected);
     next();
     if ((t.is("min") || t.is("max") || t.is("floordiv")) && peek().is("(")) {
-        next();
-        Size a = parse_size();
-        expect(",", cat(" between the arguments of `", t.text, "`"));
-        if (t.is("floordiv")) {
-            const Token& at = peek();
-            std::int64_t d = expect_int("a positive integer divisor", false);
-            if (d < 1) user_error(at.loc, "floordiv needs a positive divisor");
-            expect(")", " after the arguments of `floordiv`");
-            return Size::floordiv(a, d);
-        }
-        Size b = parse_size();
-        expect(")", cat(" after the arguments of `", t.text, "`"));
-        return t.is("min") ? Size::min(a, b) : Size::max(a, b);
+        return nested(t, [&] {
+            next();
+            Size a = parse_size();
+            expect(",", cat(" between the arguments of `", t.text, "`"));
+            if (t.is("floordiv")) {
+                const Token& at = peek();
+                std::int64_t d = expect_int("a positive integer divisor", false);
+                if (d < 1) user_error(at.loc, "floordiv needs a positive divisor");
+                expect(")", " after the arguments of `floordiv`");
+                return Size::floordiv(a, d);
+            }
+            Size b = parse_size();
+            expect(")", cat(" after the arguments of `", t.text, "`"));
+            return t.is("min") ? Size::min(a, b) : Size::max(a, b);
+        });
     }
     if (auto it = scope_->sizes.find(t.text); it != scope_->sizes.end())
         return Size::symbol(it->second);

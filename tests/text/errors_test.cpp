@@ -172,11 +172,33 @@ std::string test_name(const testing::TestParamInfo<BadInput>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Text, ParseErrors, testing::ValuesIn(kBadInputs), test_name);
 
+std::string repeat(const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+}
+
 TEST(ParseErrors, DeeplyNestedInputIsAnErrorNotACrash) {
     std::string text = "program p(x: f32[]) {\n  return " + std::string(100000, '-') + "x\n}\n";
     EXPECT_THROW(parse_module(text), CompileError);
     std::string parens = "program p(x: f32[]) {\n  return " + std::string(100000, '(') + "x\n}\n";
     EXPECT_THROW(parse_module(parens), CompileError);
+}
+
+TEST(ParseErrors, DeeplyNestedCallsAndSizeFunctionsAreAnErrorNotACrash) {
+    for (std::string call : {"exp(", "f32(", "max(x, ", "slice(", "concat(0, "}) {
+        std::string text = "program p(x: f32[N]) {\n  return " + repeat(call, 100000) + "x\n}\n";
+        try {
+            parse_module(text, "t.scan");
+            FAIL() << call;
+        } catch (const CompileError& e) {
+            EXPECT_EQ(e.message(), "expression nested too deeply") << call;
+            EXPECT_EQ(e.loc().line, 2) << call;
+        }
+    }
+    std::string bound = "program p(x: f32[N]) {\n  return slice(x, 0, 0, " +
+                        repeat("min(N, ", 100000) + "N\n}\n";
+    EXPECT_THROW(parse_module(bound, "t.scan"), CompileError);
 }
 
 TEST(ParseErrors, EveryPrefixOfAValidFileIsAnErrorOrAValidModuleNeverACrash) {
