@@ -158,6 +158,16 @@ static bool all_typed(const std::vector<NodeRef>& args, const SourceLoc& loc) {
     return all && !args.empty();
 }
 
+// Sets `n`'s inputs and depth; `n.loc` must be set, as the error names it.
+static void set_inputs(Node& n, std::vector<NodeRef> inputs) {
+    for (auto& in : inputs) n.depth = std::max(n.depth, in->depth + 1);
+    if (n.depth > kMaxNodeDepth)
+        user_error(n.loc, cat("this value is computed by a chain of ", n.depth, " operations, each "
+                              "on the result of the previous one; scanc handles chains of at most ",
+                              kMaxNodeDepth));
+    n.inputs = std::move(inputs);
+}
+
 NodeRef make_elementwise(Op op, std::vector<NodeRef> args, SourceLoc loc,
                          std::optional<DType> cast_to) {
     // A combine-level literal used beside program values becomes a program literal.
@@ -185,8 +195,8 @@ NodeRef make_elementwise(Op op, std::vector<NodeRef> args, SourceLoc loc,
             user_error(loc, cat("`", spelled(op), "` takes ", info.arity, " argument",
                                 info.arity == 1 ? "" : "s", ", got ", args.size()));
     }
-    n->inputs = std::move(args);
     n->loc = std::move(loc);
+    set_inputs(*n, std::move(args));
     return n;
 }
 
@@ -247,10 +257,10 @@ NodeRef make_scan(CombineRef combine, std::vector<NodeRef> leaves, std::vector<N
     auto n = std::make_shared<Node>();
     n->op = Op::Scan;
     n->attr = ScanAttr{combine, static_cast<int>(leaves.size()), d, reverse};
-    n->inputs = std::move(leaves);
-    n->inputs.insert(n->inputs.end(), captured.begin(), captured.end());
+    leaves.insert(leaves.end(), captured.begin(), captured.end());
     n->types = std::move(out_types);
     n->loc = std::move(loc);
+    set_inputs(*n, std::move(leaves));
     return n;
 }
 
@@ -261,8 +271,8 @@ NodeRef make_project(NodeRef multi, int index, SourceLoc loc) {
     n->op = Op::Project;
     n->attr = ProjectAttr{index};
     if (!multi->types.empty()) n->types = {multi->types[index]};
-    n->inputs = {std::move(multi)};
     n->loc = std::move(loc);
+    set_inputs(*n, {std::move(multi)});
     return n;
 }
 
@@ -283,8 +293,8 @@ NodeRef make_slice(NodeRef x, std::int64_t dim, Size start, Size stop, std::int6
     n->op = Op::Slice;
     n->attr = SliceAttr{d, std::move(start), std::move(stop), step};
     n->types = {std::move(out)};
-    n->inputs = {std::move(x)};
     n->loc = std::move(loc);
+    set_inputs(*n, {std::move(x)});
     return n;
 }
 
@@ -318,8 +328,8 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     n->op = Op::Concat;
     n->attr = ConcatAttr{d};
     n->types = {std::move(out)};
-    n->inputs = std::move(xs);
     n->loc = std::move(loc);
+    set_inputs(*n, std::move(xs));
     return n;
 }
 
@@ -340,8 +350,8 @@ NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc l
     n->op = Op::Interleave;
     n->attr = InterleaveAttr{d};
     n->types = {std::move(out)};
-    n->inputs = {std::move(even), std::move(odd)};
     n->loc = std::move(loc);
+    set_inputs(*n, {std::move(even), std::move(odd)});
     return n;
 }
 

@@ -217,6 +217,28 @@ def test_a_bound_exceeded_at_run_time_names_the_symbol_and_bound(tmp_path):
     assert_user_error(scanc("run", path, "--random", "L=9"), "bound", r"\bL\b", r"\b8\b")
 
 
+def test_a_chain_of_operations_past_the_depth_limit_is_refused_at_its_line_by_any_command(tmp_path):
+    # 20000 statements, each on the last one's result: deeper than scanc's passes can walk.
+    chain = "".join(f"  y{i + 1} = y{i} * 2\n" for i in range(20000))
+    path = write(tmp_path, f"program p(y0: f32[N]) {{\n{chain}  return y20000\n}}\n")
+    for args in (["check"], ["print"], ["run", "--random", "N=3", "--backend", "cpu"],
+                 ["lower", "--bound", "N=4", "-o", tmp_path / "low.scan"]):
+        assert_user_error(scanc(args[0], path, *args[1:]), "chain of 10001 operations",
+                          place=f"{path}:10001")
+
+
+def test_a_chain_of_operations_just_within_the_depth_limit_runs_on_every_backend(tmp_path):
+    chain = "".join(f"  y{i + 1} = y{i} + 1\n" for i in range(9990))
+    path = write(tmp_path, f"program p(y0: i32[N]) {{\n{chain}  return y9990\n}}\n")
+    x = np.arange(5, dtype=np.int32)
+    for backend in ("reference", "cpu"):
+        out = tmp_path / f"{backend}.npy"
+        proc = scanc("run", path, "--backend", backend, *save_inputs(tmp_path, {"y0": x}),
+                     "--output", out)
+        assert proc.returncode == 0, proc.stderr
+        np.testing.assert_array_equal(np.load(out), x + 9990)
+
+
 def test_inputs_and_random_together_are_a_usage_error(tmp_path):
     args = save_inputs(tmp_path, {"x": np.zeros((2, 3), np.float32)})
     assert_user_error(cumsum_run(tmp_path, *args, "--random", "N=2,T=3"), "random|input")

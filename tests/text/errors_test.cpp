@@ -201,6 +201,26 @@ TEST(ParseErrors, DeeplyNestedCallsAndSizeFunctionsAreAnErrorNotACrash) {
     EXPECT_THROW(parse_module(bound, "t.scan"), CompileError);
 }
 
+TEST(ParseErrors, AChainOfOperationsPastTheDepthLimitIsAnErrorAtTheOperationThatPassesIt) {
+    // Each `+` adds one operation to the chain under x; the last one allowed is kMaxNodeDepth.
+    std::string ok = "x" + repeat(" + x", kMaxNodeDepth - 1);
+    EXPECT_NO_THROW(parse_module("program p(x: f32[N]) {\n  return " + ok + "\n}\n", "t.scan"));
+    std::string chain;
+    for (int i = 1; i <= kMaxNodeDepth; ++i) chain += cat("  y", i, " = y", i - 1, " * 2\n");
+    try {
+        parse_module("program p(y0: f32[N]) {\n" + chain + "  return y" +
+                         std::to_string(kMaxNodeDepth) + "\n}\n",
+                     "t.scan");
+        FAIL() << "no error";
+    } catch (const CompileError& e) {
+        std::string last = cat("  y", kMaxNodeDepth, " = y", kMaxNodeDepth - 1, " * 2");
+        EXPECT_EQ(e.loc().str(), cat("t.scan:", kMaxNodeDepth + 1, ":", last.find('*') + 1));
+        EXPECT_EQ(e.message(), cat("this value is computed by a chain of ", kMaxNodeDepth + 1,
+                                   " operations, each on the result of the previous one; scanc "
+                                   "handles chains of at most ", kMaxNodeDepth));
+    }
+}
+
 TEST(ParseErrors, EveryPrefixOfAValidFileIsAnErrorOrAValidModuleNeverACrash) {
     std::string text = kAffine + std::string("program p(x: f32[B, L<=64], y: i32[L]) {\n"
                                              "  a = slice(x, -1, 1, min(L, 4) - 1) * 2.5\n"

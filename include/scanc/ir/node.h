@@ -89,9 +89,15 @@ struct ProjectAttr {
 using NodeAttr = std::variant<std::monostate, ParamAttr, LiteralAttr, CastAttr, ScanAttr,
                               SliceAttr, ConcatAttr, InterleaveAttr, ProjectAttr>;
 
+// The longest chain of operations a value may sit on (params and literals are depth 1). Passes
+// walk the DAG recursively, and shared_ptr frees it so, so the builder refuses a deeper one
+// rather than let a long chain overflow the stack.
+constexpr int kMaxNodeDepth = 10000;
+
 struct Node {
     Op op;
     std::vector<NodeRef> inputs;
+    int depth = 1;  // 1 + the deepest input's depth
     NodeAttr attr;
     // Program nodes: one Type per output (a scan has one per leaf; everything else one).
     // Combine nodes: empty.
