@@ -2,6 +2,7 @@
 #include "scanc/ir/builder.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "scanc/ir/combine_types.h"
 
@@ -120,7 +121,9 @@ Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64
         auto c = v.constant();
         // n - min(-c, n) rather than max(n + c, 0): the same value, in the form that makes
         // x[:-k] and x[k:] provably equally long (lowered scans combine the two).
-        if (c && *c < 0) return n - Size::min(-*c, n);
+        // -2^63 has no negation; n < 2^63 counts back to 0 from it as from -(2^63 - 1).
+        constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
+        if (c && *c < 0) return n - Size::min(-std::max(*c, -kMost), n);
         return Size::max(Size::min(v, n), 0);
     };
     Size s = normalize(start), e = normalize(stop);
@@ -288,7 +291,8 @@ NodeRef make_slice(NodeRef x, std::int64_t dim, Size start, Size stop, std::int6
     int d = normalize_dim(dim, static_cast<int>(t.shape.size()), loc);
     if (step < 1) user_error(loc, cat("slice step must be 1 or more, got ", step));
     Type out = t;
-    out.shape[d] = slice_length(t.shape[d], start, stop, step);
+    out.shape[d] =
+        located_sizes(loc, [&] { return slice_length(t.shape[d], start, stop, step); });
     auto n = std::make_shared<Node>();
     n->op = Op::Slice;
     n->attr = SliceAttr{d, std::move(start), std::move(stop), step};
@@ -322,7 +326,7 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     for (std::size_t i = 1; i < xs.size(); ++i) {
         const Type& t = xs[i]->type();
         require_joinable("concat", d, xs[0]->type(), t, loc);
-        out.shape[d] = out.shape[d] + t.shape[d];
+        out.shape[d] = located_sizes(loc, [&] { return out.shape[d] + t.shape[d]; });
     }
     auto n = std::make_shared<Node>();
     n->op = Op::Concat;
@@ -339,13 +343,14 @@ NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc l
     int rank = static_cast<int>(e.shape.size());
     int d = normalize_dim(dim, rank, loc);
     require_joinable("interleave", d, e, o, loc);
-    if (auto diff = (e.shape[d] - o.shape[d]).constant(); diff && *diff != 0 && *diff != 1)
+    if (auto diff = located_sizes(loc, [&] { return e.shape[d] - o.shape[d]; }).constant();
+        diff && *diff != 0 && *diff != 1)
         user_error(loc, cat("interleave needs the first tensor as long as the second or one ",
                             "longer along dim ", d, ", got ", e.shape[d].str(), " and ",
                             o.shape[d].str()));
     Type out = e;
     out.weak = false;
-    out.shape[d] = e.shape[d] + o.shape[d];
+    out.shape[d] = located_sizes(loc, [&] { return e.shape[d] + o.shape[d]; });
     auto n = std::make_shared<Node>();
     n->op = Op::Interleave;
     n->attr = InterleaveAttr{d};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 
 #include "scanc/error.h"
 
@@ -35,6 +36,34 @@ int compare_terms(const Size::Term& a, const Size::Term& b) {
 
 std::atomic<std::uint64_t> next_symbol_id{1};
 
+// Checked arithmetic: sizes stay in [-(2^63 - 1), 2^63 - 1], so negating one never overflows.
+std::int64_t in_range(bool overflowed, std::int64_t r) {
+    if (overflowed || r == std::numeric_limits<std::int64_t>::min()) throw SizeOverflow();
+    return r;
+}
+std::int64_t add(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    bool overflowed = __builtin_add_overflow(a, b, &r);
+    return in_range(overflowed, r);
+}
+std::int64_t mul(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    bool overflowed = __builtin_mul_overflow(a, b, &r);
+    return in_range(overflowed, r);
+}
+
+// The same for interval bounds, where a bound out of range is no bound (nullopt).
+template <typename Op>
+std::optional<std::int64_t> bound_of(Op op, std::optional<std::int64_t> a,
+                                     std::optional<std::int64_t> b) {
+    if (!a || !b) return std::nullopt;
+    try {
+        return op(*a, *b);
+    } catch (const SizeOverflow&) {
+        return std::nullopt;
+    }
+}
+
 }  // namespace
 
 // Access to Size internals for the helpers below.
@@ -61,7 +90,7 @@ struct SizeOps {
     // a + k*b, kept canonical.
     static Size add_scaled(const Size& a, const Size& b, std::int64_t k) {
         Size r;
-        r.constant_ = a.constant_ + k * b.constant_;
+        r.constant_ = add(a.constant_, mul(k, b.constant_));
         std::size_t i = 0, j = 0;
         while (i < a.terms_.size() || j < b.terms_.size()) {
             int c = i == a.terms_.size()   ? 1
@@ -70,10 +99,10 @@ struct SizeOps {
             if (c < 0) {
                 r.terms_.push_back(a.terms_[i++]);
             } else if (c > 0) {
-                if (k != 0) r.terms_.push_back({b.terms_[j].first, k * b.terms_[j].second});
+                if (k != 0) r.terms_.push_back({b.terms_[j].first, mul(k, b.terms_[j].second)});
                 ++j;
             } else {
-                std::int64_t coeff = a.terms_[i].second + k * b.terms_[j].second;
+                std::int64_t coeff = add(a.terms_[i].second, mul(k, b.terms_[j].second));
                 if (coeff != 0) r.terms_.push_back({a.terms_[i].first, coeff});
                 ++i, ++j;
             }
@@ -82,8 +111,13 @@ struct SizeOps {
     }
 
     static Size extremum(TermKind kind, const Size& a, const Size& b) {
-        // Sizes are never negative, so symbols range over [0, bound]: decide when we can.
-        Range diff = range_of(a - b);
+        // Sizes are never negative, so symbols range over [0, bound]: decide when we can (not
+        // when a - b overflows).
+        Range diff;
+        try {
+            diff = range_of(a - b);
+        } catch (const SizeOverflow&) {
+        }
         if (diff.hi && *diff.hi <= 0) return kind == TermKind::Min ? a : b;
         if (diff.lo && *diff.lo >= 0) return kind == TermKind::Min ? b : a;
         auto t = std::make_shared<Size::Term>();
@@ -137,11 +171,8 @@ struct SizeOps {
     };
 
     static Range scale(Range r, std::int64_t k) {
-        auto mul = [k](std::optional<std::int64_t> v) -> std::optional<std::int64_t> {
-            if (!v) return std::nullopt;
-            return *v * k;
-        };
-        return k >= 0 ? Range{mul(r.lo), mul(r.hi)} : Range{mul(r.hi), mul(r.lo)};
+        auto times_k = [k](std::optional<std::int64_t> v) { return bound_of(mul, v, k); };
+        return k >= 0 ? Range{times_k(r.lo), times_k(r.hi)} : Range{times_k(r.hi), times_k(r.lo)};
     }
 
     static Range range_of_term(const Size::Term& t) {
@@ -184,8 +215,8 @@ struct SizeOps {
         Range r{s.constant_, s.constant_};
         for (auto& [t, coeff] : s.terms_) {
             Range tr = scale(range_of_term(*t), coeff);
-            r.lo = (r.lo && tr.lo) ? std::optional(*r.lo + *tr.lo) : std::nullopt;
-            r.hi = (r.hi && tr.hi) ? std::optional(*r.hi + *tr.hi) : std::nullopt;
+            r.lo = bound_of(add, r.lo, tr.lo);
+            r.hi = bound_of(add, r.hi, tr.hi);
         }
         // A min/max term bounds the sum it sits in: c*min(p, q) <= c*p for c > 0, so replacing
         // the term by either argument gives an upper bound (a lower one for max, or for c < 0).
@@ -195,8 +226,13 @@ struct SizeOps {
             if (t->kind != TermKind::Min && t->kind != TermKind::Max) continue;
             bool gives_lower = (t->kind == TermKind::Min) == (coeff < 0);
             for (auto& arg : t->args) {
-                Range sub = range_of(add_scaled(add_scaled(s, from_term(t), -coeff), arg, coeff),
-                                     depth - 1);
+                Range sub;
+                try {
+                    sub = range_of(add_scaled(add_scaled(s, from_term(t), -coeff), arg, coeff),
+                                   depth - 1);
+                } catch (const SizeOverflow&) {
+                    continue;  // the substituted sum overflows: it proves nothing
+                }
                 auto& bound = gives_lower ? r.lo : r.hi;
                 auto& found = gives_lower ? sub.lo : sub.hi;
                 if (found && (!bound || (gives_lower ? *found > *bound : *found < *bound)))
@@ -264,7 +300,12 @@ Size Size::symbol(SymbolRef s) {
 Size Size::min(const Size& a, const Size& b) { return SizeOps::extremum(TermKind::Min, a, b); }
 Size Size::max(const Size& a, const Size& b) { return SizeOps::extremum(TermKind::Max, a, b); }
 Size Size::floordiv(const Size& a, std::int64_t d) { return SizeOps::floordiv(a, d); }
-Size Size::ceildiv(const Size& a, std::int64_t d) { return SizeOps::floordiv(a + (d - 1), d); }
+Size Size::ceildiv(const Size& a, std::int64_t d) {
+    // A divisor past any tensor's length (a slice step near 2^63) would make a + d - 1
+    // overflow, where it is evaluated if not here: floor((a - 1) / d) + 1 is the same value.
+    if (d > kMaxElements) return SizeOps::floordiv(a - 1, d) + 1;
+    return SizeOps::floordiv(a + (d - 1), d);
+}
 
 Size operator+(const Size& a, const Size& b) { return SizeOps::add_scaled(a, b, 1); }
 Size operator-(const Size& a, const Size& b) { return SizeOps::add_scaled(a, b, -1); }
@@ -294,7 +335,7 @@ bool Size::equals(const Size& other) const { return SizeOps::compare(*this, othe
 
 std::int64_t Size::evaluate(const Bindings& bindings) const {
     std::int64_t v = constant_;
-    for (auto& [t, coeff] : terms_) v += coeff * SizeOps::evaluate_term(*t, bindings);
+    for (auto& [t, coeff] : terms_) v = add(v, mul(coeff, SizeOps::evaluate_term(*t, bindings)));
     return v;
 }
 
@@ -318,7 +359,16 @@ bool shapes_equal(const Shape& a, const Shape& b) {
 std::vector<std::int64_t> evaluate_shape(const Shape& shape, const Bindings& bindings) {
     std::vector<std::int64_t> out;
     out.reserve(shape.size());
-    for (auto& s : shape) out.push_back(s.evaluate(bindings));
+    // Zero dims count as 1, so that no stride or offset of an empty tensor overflows either.
+    std::int64_t elements = 1;
+    for (auto& s : shape) {
+        out.push_back(s.evaluate(bindings));
+        std::int64_t n = std::max<std::int64_t>(out.back(), 1);
+        if (elements > kMaxElements / n)
+            user_error({}, cat("sizes too large: a tensor of shape ", shape_str(shape),
+                               " would have more than 2^50 elements at these sizes"));
+        elements *= n;
+    }
     return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "scanc/error.h"
+#include "scanc/ir/size.h"  // kMaxElements
 
 namespace scanc {
 
@@ -178,7 +179,7 @@ Tensor read_npy(const std::string& path) {
 
     std::int64_t numel = 1;
     for (auto s : h.shape) {
-        if (s != 0 && numel > (std::int64_t{1} << 50) / s)
+        if (s != 0 && numel > kMaxElements / s)
             npy_error(path, "the header's shape is too large");
         numel *= s;
     }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "scanc/error.h"
+#include "scanc/ir/size.h"  // kMaxElements
 
 namespace scanc {
 
@@ -37,7 +38,9 @@ Tensor Tensor::empty(DType dtype, std::vector<std::int64_t> sizes) {
     std::int64_t n = 1;
     for (auto s : sizes) {
         SCANC_INTERNAL_CHECK(s >= 0, "negative size ", s);
-        n *= s;
+        // evaluate_shape refuses larger sizes; an overflow here would allocate too little.
+        SCANC_INTERNAL_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements,
+                             "a tensor of more than 2^50 elements");
     }
     std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dtype);
     std::size_t rounded = (bytes + 63) / 64 * 64;

@@ -213,21 +213,17 @@ NodeRef Parser::parse_structural(const Token& name) {
 // floordiv(a, k). Exactly what Size::str() prints.
 namespace {
 
-// Constant size arithmetic that would overflow int64 is an error rather than undefined.
+// Size arithmetic that would overflow int64 is an error at the operator (SizeOverflow).
 Size combine_sizes(const Size& a, const Size& b, char op, const Token& at) {
     auto x = a.constant(), y = b.constant();
-    std::int64_t r = 0;
-    bool overflow = x && y &&
-                    (op == '+'   ? __builtin_add_overflow(*x, *y, &r)
-                     : op == '-' ? __builtin_sub_overflow(*x, *y, &r)
-                                 : __builtin_mul_overflow(*x, *y, &r));
-    if (overflow) user_error(at.loc, "this size does not fit in 64 bits");
-    if (op == '+') return a + b;
-    if (op == '-') return a - b;
-    if (y) return a * *y;
-    if (x) return b * *x;
-    user_error(at.loc, cat("a size can only be multiplied by an integer constant, not `", a.str(),
-                           " * ", b.str(), "`"));
+    if (op == '*' && !x && !y)
+        user_error(at.loc, cat("a size can only be multiplied by an integer constant, not `",
+                               a.str(), " * ", b.str(), "`"));
+    return located_sizes(at.loc, [&] {
+        if (op == '+') return a + b;
+        if (op == '-') return a - b;
+        return y ? a * *y : b * *x;
+    });
 }
 
 }  // namespace

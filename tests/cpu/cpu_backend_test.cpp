@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "cpu_test_util.h"
 #include "plan.h"
@@ -374,6 +375,21 @@ TEST(CpuBackend, SliceConcatAndInterleaveMatchTheReference) {
     for (std::int64_t len : {1, 2, 7, 64, 1001}) {
         Inputs in;
         in.add(DType::F32, {len, 3}, Values::SmallInts, Layout::Transposed, rng);
+        expect_matches(p, in, 2, true, cat("len ", len));
+    }
+}
+
+TEST(CpuBackend, SlicesWithAHugeStepOrBoundMatchTheReference) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    ProgramBuilder pb("p");
+    Size n = pb.symbol("N");
+    Expr x = pb.param("x", DType::F32, {n, 3});
+    ProgramRef p = pb.build({slice(x, 0, 0, n, kMax), slice(x, 0, -kMax - 1, n),
+                             slice(x, 1, 1, kMax, kMax)});
+    std::mt19937_64 rng(12);
+    for (std::int64_t len : {0, 1, 7}) {
+        Inputs in;
+        in.add(DType::F32, {len, 3}, Values::SmallInts, Layout::Contiguous, rng);
         expect_matches(p, in, 2, true, cat("len ", len));
     }
 }

@@ -217,6 +217,20 @@ def test_a_bound_exceeded_at_run_time_names_the_symbol_and_bound(tmp_path):
     assert_user_error(scanc("run", path, "--random", "L=9"), "bound", r"\bL\b", r"\b8\b")
 
 
+@pytest.mark.parametrize("sizes", ["N=4611686018427387904,T=4", "N=3037000500,T=3037000500",
+                                   "N=9223372036854775807,T=2"])
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_sizes_whose_tensors_pass_2_to_the_50_elements_are_refused_before_allocating(sizes, backend,
+                                                                                    tmp_path):
+    assert_user_error(cumsum_run(tmp_path, "--random", sizes, "--backend", backend),
+                      "sizes too large", r"\[N, T\]", r"2\^50")
+
+
+def test_constant_dims_whose_tensor_passes_2_to_the_50_elements_are_refused(tmp_path):
+    path = write(tmp_path, "program p(x: f32[9223372036854775807, 2]) {\n  return x\n}\n")
+    assert_user_error(scanc("run", path, "--random"), "sizes too large", "9223372036854775807, 2")
+
+
 def test_a_chain_of_operations_past_the_depth_limit_is_refused_at_its_line_by_any_command(tmp_path):
     # 20000 statements, each on the last one's result: deeper than scanc's passes can walk.
     chain = "".join(f"  y{i + 1} = y{i} * 2\n" for i in range(20000))

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "scanc/error.h"
 #include "scanc/ir/size.h"
 
@@ -35,6 +37,28 @@ TEST(Size, UnboundSymbolIsAUserError) {
     Size l = Size::symbol(Symbol::make("L"));
     EXPECT_THROW(l.evaluate({}), CompileError);
     EXPECT_EQ(l.upper_bound(), std::nullopt);
+}
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+TEST(Size, ArithmeticPast64BitsIsASizeOverflowNotAWrappedValue) {
+    auto sym = Symbol::make("N", 34);
+    Size n = Size::symbol(sym);
+    EXPECT_THROW(n + kMax + 1, SizeOverflow);
+    EXPECT_THROW(n * kMax * 2, SizeOverflow);
+    EXPECT_THROW(Size(kMax) + Size(kMax), SizeOverflow);
+    EXPECT_THROW((n * 2).evaluate({{sym.get(), kMax}}), SizeOverflow);
+    // A bound that overflows proves nothing: N * big is not below N.
+    EXPECT_EQ(Size::min(n * (kMax / 2), n).evaluate({{sym.get(), 5}}), 5);
+    EXPECT_EQ((n * (kMax / 2)).upper_bound(), std::nullopt);
+}
+
+TEST(Size, CeildivByAHugeDivisorIsExact) {
+    auto sym = Symbol::make("L");
+    Size l = Size::symbol(sym);
+    EXPECT_EQ(Size::ceildiv(Size(5), kMax).constant(), 1);
+    EXPECT_EQ(Size::ceildiv(l + 3, kMax).evaluate({{sym.get(), 7}}), 1);
+    EXPECT_EQ(Size::ceildiv(l, kMax).evaluate({{sym.get(), 0}}), 0);
 }
 
 }  // namespace

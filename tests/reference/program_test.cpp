@@ -2,6 +2,8 @@
 // concat, interleave, strided inputs, narrow and integer dtypes, and the errors of binding inputs.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "scanc/backends/reference.h"
 #include "scanc/dsl/expr.h"
 #include "scanc/ir/scalar_eval.h"
@@ -177,6 +179,25 @@ TEST(ReferenceProgram, SlicesFollowPythonSemantics) {
         EXPECT_EQ(values_of<double>(out[2]), py(5, 2, 1)) << len;
         EXPECT_EQ(values_of<double>(out[3]), py(0, 100, 3)) << len;
         EXPECT_EQ(values_of<double>(out[4]), py(-100, 2, 1)) << len;
+    }
+}
+
+TEST(ReferenceProgram, SlicesWithAHugeStepOrBoundStillFollowPythonSemantics) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    ProgramBuilder p("slices");
+    Size n = p.symbol("N");
+    Expr x = p.param("x", DType::F64, {n});
+    Expr five = p.param("five", DType::F64, {5});
+    ProgramRef prog = p.build({slice(x, 0, 0, n, kMax), slice(five, 0, 1, 5, kMax),
+                               slice(x, 0, -kMax - 1, n), slice(x, 0, -kMax, 2)});
+    for (std::int64_t len : {0, 1, 3}) {
+        auto out = run(prog, {tensor_of(DType::F64, {len}, iota(len, 10)),
+                              tensor_of(DType::F64, {5}, iota(5))});
+        // x[0:N:huge] is x[0] alone, x[-2^63:N] all of x, x[-huge:2] its first two.
+        EXPECT_EQ(values_of<double>(out[0]), iota(std::min<std::int64_t>(len, 1), 10)) << len;
+        EXPECT_EQ(values_of<double>(out[1]), iota(1, 1)) << len;
+        EXPECT_EQ(values_of<double>(out[2]), iota(len, 10)) << len;
+        EXPECT_EQ(values_of<double>(out[3]), iota(std::min<std::int64_t>(len, 2), 10)) << len;
     }
 }
 

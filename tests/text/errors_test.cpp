@@ -162,6 +162,15 @@ const BadInput kBadInputs[] = {
     {"shape mismatch", "program p(x: f32[N], y: f32[M]) {\n  return x + y\n}\n", "t.scan:2:12",
      "shape mismatch: cannot broadcast [N] with [M]: size N against M cannot be shown equal"},
     {"expression nested too deeply", kDeep.c_str(), "t.scan:2:210", "expression nested too deeply"},
+    {"size sum past 64 bits",
+     "program p(x: f32[N]) {\n  return slice(x, 0, 0, N + 9223372036854775807 + 1)\n}\n",
+     "t.scan:2:49", "this size does not fit in 64 bits"},
+    {"size product past 64 bits",
+     "program p(x: f32[N]) {\n  return slice(x, 0, 0, N * 9223372036854775807 * 2)\n}\n",
+     "t.scan:2:49", "this size does not fit in 64 bits"},
+    {"concat longer than 64 bits",
+     "program p(x: f32[9223372036854775807]) {\n  return concat(0, x, x)\n}\n", "t.scan:2:10",
+     "this size does not fit in 64 bits"},
 };
 
 std::string test_name(const testing::TestParamInfo<BadInput>& info) {

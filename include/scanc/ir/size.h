@@ -13,7 +13,30 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scanc/error.h"
+
 namespace scanc {
+
+// Size arithmetic whose result leaves int64 (or is -2^63, which has no negation): the user's
+// absurd dims, slice bounds or sizes. A CompileError without a place; located_sizes gives it one.
+class SizeOverflow : public CompileError {
+public:
+    SizeOverflow() : CompileError({}, "this size does not fit in 64 bits") {}
+};
+
+// f(), with a SizeOverflow it throws reported at `loc` (where the sizes were written).
+template <typename F>
+auto located_sizes(const SourceLoc& loc, F f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const SizeOverflow& e) {
+        user_error(loc, e.message());
+    }
+}
+
+// Tensors of more elements are refused when their sizes are evaluated: no allocation, index or
+// byte count of a smaller one can overflow int64 (1 PiB of bytes at the least).
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 50;
 
 struct Symbol {
     std::string name;
@@ -51,7 +74,8 @@ public:
 
     // Provably equal: canonical forms are identical. Unequal does not mean provably different.
     bool equals(const Size& other) const;
-    // The value for these bindings. Throws CompileError naming the symbol if one is unbound.
+    // The value for these bindings. Throws CompileError naming the symbol if one is unbound,
+    // SizeOverflow if a step of it leaves int64.
     std::int64_t evaluate(const Bindings& bindings) const;
     // The largest value possible with every symbol in [0, bound]; nullopt if a symbol is unbounded.
     std::optional<std::int64_t> upper_bound() const;
@@ -74,6 +98,7 @@ using Shape = std::vector<Size>;
 
 std::string shape_str(const Shape& shape);  // "[B, L, 4]"
 bool shapes_equal(const Shape& a, const Shape& b);
+// The sizes for these bindings; CompileError if the tensor would have more than kMaxElements.
 std::vector<std::int64_t> evaluate_shape(const Shape& shape, const Bindings& bindings);
 
 }  // namespace scanc

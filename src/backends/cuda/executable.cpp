@@ -24,7 +24,8 @@ struct DeviceView {
     std::vector<i64> sizes, strides;  // strides in elements
 };
 
-i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
+// ceil(a / b) for a > 0 (else 0), without adding b - 1, which overflows for a huge step.
+i64 ceil_div(i64 a, i64 b) { return a > 0 ? (a - 1) / b + 1 : 0; }
 
 // Python slice bounds as slice_length (builder.h) defines them.
 i64 slice_bound(const Size& v, i64 n, const Bindings& b) {
@@ -39,7 +40,7 @@ void apply_slice(DeviceView& v, const Node& slice, const Bindings& b) {
     i64 s = slice_bound(a.start, n, b), e = slice_bound(a.stop, n, b);
     i64 len = std::max<i64>(ceil_div(e - s, a.step), 0);
     v.ptr += static_cast<CUdeviceptr>(s * v.strides[a.dim] * static_cast<i64>(dtype_size(v.dtype)));
-    v.strides[a.dim] *= a.step;
+    if (len > 1) v.strides[a.dim] *= a.step;  // one element has no next one to step to
     v.sizes[a.dim] = len;
 }
 

@@ -46,7 +46,8 @@ Tensor run_slice(const Node& node, const Tensor& in, const Bindings& bindings) {
         return std::clamp<std::int64_t>(v.evaluate(bindings), 0, n);
     };
     std::int64_t start = normalize(attr.start), stop = normalize(attr.stop);
-    std::int64_t count = stop > start ? (stop - start + attr.step - 1) / attr.step : 0;
+    // ceil((stop - start) / step) without adding step - 1, which overflows for a huge step.
+    std::int64_t count = stop > start ? (stop - start - 1) / attr.step + 1 : 0;
     std::vector<std::int64_t> sizes = in.sizes();
     sizes[attr.dim] = count;
     Tensor out = Tensor::empty(in.dtype(), sizes);
