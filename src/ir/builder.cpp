@@ -360,7 +360,8 @@ NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc l
     return n;
 }
 
-NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs) {
+NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs,
+                const std::unordered_map<const Symbol*, Size>& sizes) {
     NodeRef out;
     switch (node.op) {
         case Op::Param:
@@ -377,7 +378,15 @@ NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs) {
         }
         case Op::Slice: {
             const auto& a = node.as<SliceAttr>();
-            out = make_slice(inputs[0], a.dim, a.start, a.stop, a.step, node.loc);
+            auto rewritten = [&](const Size& s) {
+                Size r = located_sizes(node.loc, [&] { return s.substitute(sizes); });
+                // A bound that evaluates negative clamps to 0, but a negative constant counts
+                // from the end: a symbol replaced by a size must keep the first meaning.
+                if (!s.is_constant() && r.is_constant() && *r.constant() < 0) return Size(0);
+                return r;
+            };
+            out = make_slice(inputs[0], a.dim, rewritten(a.start), rewritten(a.stop), a.step,
+                             node.loc);
             break;
         }
         case Op::Concat: out = make_concat(node.as<ConcatAttr>().dim, inputs, node.loc); break;

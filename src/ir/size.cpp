@@ -131,6 +131,26 @@ struct SizeOps {
         return (a % d != 0 && (a < 0) != (d < 0)) ? q - 1 : q;
     }
 
+    static Size substitute(const Size& s, const std::unordered_map<const Symbol*, Size>& values) {
+        Size r(s.constant_);
+        for (auto& [t, coeff] : s.terms_) {
+            auto args = [&](std::size_t i) { return substitute(t->args[i], values); };
+            Size v;
+            switch (t->kind) {
+                case TermKind::Symbol: {
+                    auto it = values.find(t->symbol.get());
+                    v = it == values.end() ? from_term(t) : it->second;
+                    break;
+                }
+                case TermKind::Min: v = extremum(TermKind::Min, args(0), args(1)); break;
+                case TermKind::Max: v = extremum(TermKind::Max, args(0), args(1)); break;
+                case TermKind::FloorDiv: v = floordiv(args(0), t->divisor); break;
+            }
+            r = add_scaled(r, v, coeff);
+        }
+        return r;
+    }
+
     static Size floordiv(const Size& a, std::int64_t d) {
         if (d <= 0) internal_error(cat("floordiv by ", d));
         if (d == 1) return a;
@@ -337,6 +357,10 @@ std::int64_t Size::evaluate(const Bindings& bindings) const {
     std::int64_t v = constant_;
     for (auto& [t, coeff] : terms_) v = add(v, mul(coeff, SizeOps::evaluate_term(*t, bindings)));
     return v;
+}
+
+Size Size::substitute(const std::unordered_map<const Symbol*, Size>& values) const {
+    return SizeOps::substitute(*this, values);
 }
 
 std::optional<std::int64_t> Size::upper_bound() const { return SizeOps::range_of(*this).hi; }

@@ -411,6 +411,8 @@ ProgramRef lower_scans(const Program& program, const LowerOptions& options,
                 changed = changed || v[0].get() != in.get();
             }
         }
+        // A slice's bounds may name a size that --bound or --size rewrote.
+        changed = changed || (n->op == Op::Slice && !renamed.empty());
         if (n->op == Op::Scan) {
             value[n] = lowerer.lower(*n, std::move(inputs));
         } else if (n->op == Op::Project) {
@@ -419,7 +421,7 @@ ProgramRef lower_scans(const Program& program, const LowerOptions& options,
             // Shared and immutable: reuse the node itself (keeps literals and names as they are).
             value[n] = {owned.at(n)};
         } else {
-            value[n] = {rebuild(*n, std::move(inputs))};
+            value[n] = {rebuild(*n, std::move(inputs), renamed)};
         }
     }
     for (auto& r : program.results) {

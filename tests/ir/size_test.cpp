@@ -61,5 +61,16 @@ TEST(Size, CeildivByAHugeDivisorIsExact) {
     EXPECT_EQ(Size::ceildiv(l, kMax).evaluate({{sym.get(), 0}}), 0);
 }
 
+TEST(Size, SubstituteReplacesSymbolsInsideMinMaxAndFloorDiv) {
+    auto n = Symbol::make("N"), m = Symbol::make("M", 9);
+    // floordiv(min(X, 4) + M, 2) - X for X = N, 17 and M.
+    auto with = [&](const Size& x) {
+        return Size::floordiv(Size::min(x, Size(4)) + Size::symbol(m), 2) - x;
+    };
+    Size s = with(Size::symbol(n));
+    EXPECT_EQ(s.substitute({{n.get(), Size(17)}}).str(), "floordiv(M + 4, 2) - 17");
+    EXPECT_TRUE(s.substitute({{n.get(), Size::symbol(m)}}).equals(with(Size::symbol(m))));
+}
+
 }  // namespace
 }  // namespace scanc

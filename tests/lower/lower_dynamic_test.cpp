@@ -129,6 +129,33 @@ TEST(LowerDynamic, AFixedSizeMakesTheLengthStaticSoWorkEfficientApplies) {
                          random_tensor(DType::F64, {2, 13}, rng)});
 }
 
+TEST(LowerDynamic, AFixedSizeOrANewBoundReachesTheSliceBoundsThatNameIt) {
+    // Slices no scan feeds are rebuilt over the rewritten params; their bounds must name the
+    // rewritten size too, or the lowered text mentions a size its program does not have. L - 12
+    // is negative at L = 9, so it clamps to 0, where a constant -3 would count from the end.
+    const char* text =
+        "combine add(a | b) {\n  return a + b\n}\n"
+        "program p(x: f64[2, L]) {\n  y = slice(x, 1, 1, L - 1)\n  z = scan add(y) dim=1\n"
+        "  return z, slice(x, 1, -L, floordiv(L, 2), 2), slice(x, 1, L - 12, L)\n}\n";
+    ProgramRef p = parse_module(text, "t.scan").program("");
+    std::mt19937_64 rng(11);
+    for (bool fixed : {true, false}) {
+        LowerOptions o;
+        (fixed ? o.sizes : o.bounds) = {{"L", 9}};
+        ProgramRef lowered = lower_scans(*p, o);
+        Module m;
+        m.programs.push_back(lowered);
+        std::string printed = print_module(m);
+        if (fixed) {
+            EXPECT_EQ(printed.find('L'), std::string::npos) << printed;
+        }
+        ProgramRef reparsed = parse_module(printed, "lowered.scan").program("");
+        Tensor x = random_tensor(DType::F64, {2, 9}, rng);
+        expect_same_results(p, lowered, {x});
+        expect_same_results(p, reparsed, {x});
+    }
+}
+
 TEST(LowerDynamic, AFixedSizeAboveTheDeclaredBoundIsAnError) {
     LowerOptions o;
     o.sizes = {{"L", 65}};

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "scanc/ir/node.h"
@@ -53,8 +54,10 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc = {
 // constant, else at run time.
 NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc loc = {});
 
-// Rebuilds `node` over new inputs with the same op and attributes, re-inferring types.
+// Rebuilds `node` over new inputs with the same op and attributes, re-inferring types; a
+// slice's bounds get the symbols in `sizes` replaced (as its inputs' shapes had theirs).
 // Passes use it to rewrite a DAG.
-NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs);
+NodeRef rebuild(const Node& node, std::vector<NodeRef> inputs,
+                const std::unordered_map<const Symbol*, Size>& sizes = {});
 
 }  // namespace scanc

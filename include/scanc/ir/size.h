@@ -77,6 +77,8 @@ public:
     // The value for these bindings. Throws CompileError naming the symbol if one is unbound,
     // SizeOverflow if a step of it leaves int64.
     std::int64_t evaluate(const Bindings& bindings) const;
+    // This size with each symbol in `values` replaced by its size there.
+    Size substitute(const std::unordered_map<const Symbol*, Size>& values) const;
     // The largest value possible with every symbol in [0, bound]; nullopt if a symbol is unbounded.
     std::optional<std::int64_t> upper_bound() const;
 
