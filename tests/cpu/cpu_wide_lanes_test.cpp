@@ -157,11 +157,13 @@ TEST(CpuWideLanes, CapturedValuesReachTheBroadcastFixUp) {
 }
 
 TEST(CpuWideLanes, ScratchBuffersAreLineAlignedAtDifferentPageOffsetsAndKeepTheirContents) {
-    cpu::Scratch a(300000), b(300000);
+    // Large buffers (their own mapped pages) and small ones (from the heap, at any offset).
+    cpu::Scratch a(300000), b(300000), small_a(1000), small_b(1000);
     auto at = [](const cpu::Scratch& s) { return reinterpret_cast<std::uintptr_t>(s.data()); };
-    EXPECT_EQ(at(a) % 64, 0u);
-    EXPECT_EQ(at(b) % 64, 0u);
+    for (const cpu::Scratch* s : {&a, &b, &small_a, &small_b}) EXPECT_EQ(at(*s) % 64, 0u);
     EXPECT_NE(at(a) % 4096, at(b) % 4096);
+    EXPECT_NE(at(small_a) % 4096, at(small_b) % 4096);
+    EXPECT_NE(at(b) % 4096, at(small_a) % 4096);
     for (int i = 0; i < 1000; ++i) a.data()[i] = static_cast<std::byte>(i * 7);
     a.resize(900000);
     EXPECT_EQ(at(a) % 64, 0u);

@@ -28,10 +28,11 @@ public:
 
     void resize(std::size_t n) {
         if (n > cap_) {
-            // Default-initialized: no zeroing.
-            std::unique_ptr<std::byte[]> p(new std::byte[n + kPage + kLine]);
+            // Default-initialized: no zeroing. The data starts at its page offset whatever the
+            // allocation's own (mmap'd blocks start 16 bytes into a page, heap blocks anywhere).
+            std::unique_ptr<std::byte[]> p(new std::byte[n + kPage]);
             auto at = reinterpret_cast<std::uintptr_t>(p.get());
-            std::byte* d = p.get() + ((kLine - at % kLine) % kLine) + next_offset();
+            std::byte* d = p.get() + (next_offset() + kPage - at % kPage) % kPage;
             if (size_) std::memcpy(d, data_, size_);
             p_ = std::move(p);
             data_ = d;
@@ -55,7 +56,7 @@ public:
 
 private:
     static constexpr std::size_t kPage = 4096, kLine = 64;
-    // Successive buffers 17 lines apart modulo a page: 64 distinct offsets.
+    // Page offsets of successive buffers, 17 lines apart modulo a page: 64 distinct ones.
     static std::size_t next_offset() {
         static std::atomic<unsigned> n{0};
         return (n.fetch_add(1, std::memory_order_relaxed) * 17 % (kPage / kLine)) * kLine;
