@@ -39,11 +39,12 @@ Tensor run_slice(const Node& node, const Tensor& in, const Bindings& bindings) {
     const auto& attr = node.as<SliceAttr>();
     std::int64_t n = in.sizes()[attr.dim];
     // Python semantics, as slice_length states them: a negative constant counts from the end,
-    // then everything is clamped to [0, n].
+    // then everything is clamped to [0, n]. A bound whose value leaves int64 is an error at the
+    // slice (the shape's simplified length may still fit: the CPU backend takes that).
     auto normalize = [&](const Size& v) {
         auto c = v.constant();
         if (c && *c < 0) return std::max<std::int64_t>(n + *c, 0);
-        return std::clamp<std::int64_t>(v.evaluate(bindings), 0, n);
+        return std::clamp<std::int64_t>(located_sizes(node.loc, [&] { return v.evaluate(bindings); }), 0, n);
     };
     std::int64_t start = normalize(attr.start), stop = normalize(attr.stop);
     // ceil((stop - start) / step) without adding step - 1, which overflows for a huge step.
