@@ -150,6 +150,19 @@ NodeRef make_literal(LiteralAttr value, bool typed, SourceLoc loc) {
     return n;
 }
 
+std::int64_t slice_bound(const Size& bound, std::int64_t n, const Bindings& bindings) {
+    auto c = bound.constant();
+    if (c && *c < 0) return std::max<std::int64_t>(n + *c, 0);
+    return std::clamp<std::int64_t>(bound.evaluate(bindings), 0, n);
+}
+
+SliceExtent slice_extent(const SliceAttr& slice, std::int64_t n, const Bindings& bindings) {
+    const std::int64_t start = slice_bound(slice.start, n, bindings);
+    const std::int64_t stop = slice_bound(slice.stop, n, bindings);
+    // ceil((stop - start) / step) without adding step - 1, which overflows for a huge step.
+    return {start, stop > start ? (stop - start - 1) / slice.step + 1 : 0};
+}
+
 static bool all_typed(const std::vector<NodeRef>& args, const SourceLoc& loc) {
     bool any = false, all = true;
     for (auto& a : args) {

@@ -34,6 +34,14 @@ int normalize_dim(std::int64_t dim, int rank, const SourceLoc& loc);
 
 // Number of elements `slice` keeps of a dimension of size `n` (Python semantics, clamped).
 Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64_t step);
+// The same at run time, for a dimension `n` long and these bindings: a bound's index (a
+// negative constant counts from the end, then everything is clamped to [0, n]), and the
+// slice's first index and length. SizeOverflow if a bound's value leaves int64.
+std::int64_t slice_bound(const Size& bound, std::int64_t n, const Bindings& bindings);
+struct SliceExtent {
+    std::int64_t start, length;
+};
+SliceExtent slice_extent(const SliceAttr& slice, std::int64_t n, const Bindings& bindings);
 
 // `type` is given for program params and omitted for combine params.
 NodeRef make_param(ParamRole role, int index, std::string name, std::optional<Type> type,

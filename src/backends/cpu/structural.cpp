@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "run_stage.h"
+#include "scanc/ir/builder.h"
 #include "scanc/error.h"
 
 namespace scanc::cpu {
@@ -49,11 +50,6 @@ Tensor narrow(const Tensor& t, int dim, std::int64_t start, std::int64_t len, st
     return Tensor::wrap(v, std::make_shared<Tensor>(t));
 }
 
-std::int64_t clamp_index(std::int64_t v, bool constant, std::int64_t n) {
-    if (constant && v < 0) v += n;  // Python: a negative constant counts from the end
-    return std::clamp<std::int64_t>(v, 0, n);
-}
-
 }  // namespace
 
 void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindings& bindings) {
@@ -63,7 +59,7 @@ void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindi
         const auto& attr = node.as<SliceAttr>();
         const Tensor& x = values[stage.inputs[0]];
         std::int64_t n = x.sizes()[attr.dim];
-        std::int64_t start = clamp_index(attr.start.evaluate(bindings), attr.start.is_constant(), n);
+        std::int64_t start = slice_bound(attr.start, n, bindings);
         values[stage.outputs[0]] = narrow(x, attr.dim, start, sizes[attr.dim], attr.step);
         return;
     }

@@ -10,6 +10,7 @@
 #include "cache.h"
 #include "driver.h"
 #include "stamps.h"
+#include "scanc/ir/builder.h"
 
 namespace scanc::cuda {
 
@@ -27,18 +28,9 @@ struct DeviceView {
 // ceil(a / b) for a > 0 (else 0), without adding b - 1, which overflows for a huge step.
 i64 ceil_div(i64 a, i64 b) { return a > 0 ? (a - 1) / b + 1 : 0; }
 
-// Python slice bounds as slice_length (builder.h) defines them.
-i64 slice_bound(const Size& v, i64 n, const Bindings& b) {
-    i64 x = v.evaluate(b);
-    if (auto c = v.constant(); c && *c < 0) x = n + *c;
-    return std::clamp<i64>(x, 0, n);
-}
-
 void apply_slice(DeviceView& v, const Node& slice, const Bindings& b) {
     const auto& a = slice.as<SliceAttr>();
-    i64 n = v.sizes[a.dim];
-    i64 s = slice_bound(a.start, n, b), e = slice_bound(a.stop, n, b);
-    i64 len = std::max<i64>(ceil_div(e - s, a.step), 0);
+    const auto [s, len] = slice_extent(a, v.sizes[a.dim], b);
     v.ptr += static_cast<CUdeviceptr>(s * v.strides[a.dim] * static_cast<i64>(dtype_size(v.dtype)));
     if (len > 1) v.strides[a.dim] *= a.step;  // one element has no next one to step to
     v.sizes[a.dim] = len;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "scanc/ir/builder.h"
+
 namespace scanc::reference {
 
 namespace {
@@ -38,17 +40,9 @@ void copy_along(const Tensor& src, std::int64_t src_start, std::int64_t src_step
 Tensor run_slice(const Node& node, const Tensor& in, const Bindings& bindings) {
     const auto& attr = node.as<SliceAttr>();
     std::int64_t n = in.sizes()[attr.dim];
-    // Python semantics, as slice_length states them: a negative constant counts from the end,
-    // then everything is clamped to [0, n]. A bound whose value leaves int64 is an error at the
-    // slice (the shape's simplified length may still fit: the CPU backend takes that).
-    auto normalize = [&](const Size& v) {
-        auto c = v.constant();
-        if (c && *c < 0) return std::max<std::int64_t>(n + *c, 0);
-        return std::clamp<std::int64_t>(located_sizes(node.loc, [&] { return v.evaluate(bindings); }), 0, n);
-    };
-    std::int64_t start = normalize(attr.start), stop = normalize(attr.stop);
-    // ceil((stop - start) / step) without adding step - 1, which overflows for a huge step.
-    std::int64_t count = stop > start ? (stop - start - 1) / attr.step + 1 : 0;
+    // A bound whose value leaves int64 is an error at the slice (the shape's simplified length
+    // may still fit: the CPU backend takes that).
+    const auto [start, count] = located_sizes(node.loc, [&] { return slice_extent(attr, n, bindings); });
     std::vector<std::int64_t> sizes = in.sizes();
     sizes[attr.dim] = count;
     Tensor out = Tensor::empty(in.dtype(), sizes);
