@@ -226,10 +226,11 @@ def test_sizes_whose_tensors_pass_2_to_the_50_elements_are_refused_before_alloca
                       "sizes too large", r"\[N, T\]", r"2\^50")
 
 
-def test_a_slice_bound_whose_value_leaves_64_bits_is_refused_at_the_slice_by_the_reference(tmp_path):
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_a_slice_bound_whose_value_leaves_64_bits_is_refused_at_the_slice(backend, tmp_path):
     path = write(tmp_path, "program p(x: f32[N]) {\n  y = slice(x, 0, 0, N * 9223372036854775807)\n"
                            "  return y\n}\n")
-    assert_user_error(scanc("run", path, "--random", "N=3", "--backend", "reference"),
+    assert_user_error(scanc("run", path, "--random", "N=3", "--backend", backend),
                       "does not fit in 64 bits", place=f"{path}:2")
 
 

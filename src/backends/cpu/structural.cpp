@@ -59,8 +59,9 @@ void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindi
         const auto& attr = node.as<SliceAttr>();
         const Tensor& x = values[stage.inputs[0]];
         std::int64_t n = x.sizes()[attr.dim];
-        std::int64_t start = slice_bound(attr.start, n, bindings);
-        values[stage.outputs[0]] = narrow(x, attr.dim, start, sizes[attr.dim], attr.step);
+        // The bounds, not the folded shape: a bound outside int64 is an error at the slice.
+        const auto [start, count] = located_sizes(node.loc, [&] { return slice_extent(attr, n, bindings); });
+        values[stage.outputs[0]] = narrow(x, attr.dim, start, count, attr.step);
         return;
     }
     Tensor out = Tensor::empty(node.type().dtype, sizes);

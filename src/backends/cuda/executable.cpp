@@ -30,7 +30,7 @@ i64 ceil_div(i64 a, i64 b) { return a > 0 ? (a - 1) / b + 1 : 0; }
 
 void apply_slice(DeviceView& v, const Node& slice, const Bindings& b) {
     const auto& a = slice.as<SliceAttr>();
-    const auto [s, len] = slice_extent(a, v.sizes[a.dim], b);
+    const auto [s, len] = located_sizes(slice.loc, [&] { return slice_extent(a, v.sizes[a.dim], b); });
     v.ptr += static_cast<CUdeviceptr>(s * v.strides[a.dim] * static_cast<i64>(dtype_size(v.dtype)));
     if (len > 1) v.strides[a.dim] *= a.step;  // one element has no next one to step to
     v.sizes[a.dim] = len;
