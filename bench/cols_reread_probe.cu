@@ -21,6 +21,8 @@
 // The thirty-seventh session added phases of chunks across every line (bands, so a scan visit
 // reads back bytes loaded a band or two before), L2 eviction policies, and reduce visits a
 // fixed lag of visits ahead of the scan visits.
+// Measured in the thirty-ninth session (docs/benchmarks.md): the lag lines read at best 61.7% on
+// (2,4096,1024) (V=1 R=32, a lag of 132 visits), lower the longer the lag.
 // Built and run by `REREAD_PROBE=1 scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++20 -arch=sm_90
 // bench/cols_reread_probe.cu -o probe && ./probe
 #include <cuda_runtime.h>

@@ -24,6 +24,8 @@
 // "strided" lines give a lane the columns lane + 32 q instead of 4 adjacent ones (four scalar
 // accesses of a warp's 128 contiguous bytes each, against one 16-byte vector access): how a
 // backend kernel built on the generic one-element loads would read (thirty-eighth session).
+// Measured in the thirty-ninth session (docs/benchmarks.md): the two passes took about the sum of
+// their parts, at best 45.2% of the copy on (2,4096,1024) against the table kernel's 68.4%.
 // Built and run by `TWOPASS_PROBE=1 scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++20 -arch=sm_90
 // bench/cols_twopass_probe.cu -o probe && ./probe
 #include <cuda_runtime.h>
