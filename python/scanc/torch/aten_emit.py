@@ -89,19 +89,46 @@ class Emitter:
                 return self._binary(flipped[op], b, a, [True, False])
             if op == "-":
                 return self.call(aten.rsub.Scalar, b, a)
-            if op == "/":
-                return self.call(aten.mul.Tensor, self.call(aten.reciprocal.default, b), a)
-            if op == "%":
-                return self.call(aten.remainder.Scalar_Tensor, a, b)
+            # / and %: the constant as a tensor like b, so the division rounds once.
+            return self._binary(op, self.call(aten.full_like.default, b, a), b, [True, True])
         overload = "Tensor" if tensors[1] else "Scalar"
+        if op in ("and", "or"):
+            return self.call(BINARY[op].default, a, b)
+        if op == "/" and _dtype_of(a) in INTEGERS:
+            # scanc's integer division truncates; aten.div's default is true division.
+            return self.call(getattr(aten.div, overload + "_mode"), a, b, rounding_mode="trunc")
         if op in ("+", "-", "*", "/") and not tensors[1]:
             overload = "Tensor"  # aten.add.Tensor takes a number as `other` in exported graphs
         packet = BINARY[op]
         return self.call(getattr(packet, overload), a, b)
 
 
+INTEGERS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+_BOOL_RESULTS = ("lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
+                 "logical_not", "logical_xor")
+
+
+def _dtype_of(node: fx.Node) -> torch.dtype | None:
+    """The dtype of an fx node: from its fake value where it has one (the exported graph's
+    nodes), else from the aten op that made it (scanc promotes nothing, so an operation's
+    result has its tensor operands' dtype)."""
+    val = node.meta.get("val")
+    if val is not None:
+        return val.dtype
+    if "dtype" in node.kwargs:
+        return node.kwargs["dtype"]
+    name = getattr(node.target, "__name__", "").split(".")[0]
+    if name in _BOOL_RESULTS:
+        return torch.bool
+    for a in (node.args[1:] if name == "where" else node.args):
+        for b in (a if isinstance(a, (list, tuple)) else [a]):  # cat: a list of nodes
+            if isinstance(b, fx.Node):
+                return _dtype_of(b)
+    return None
+
+
 BINARY = {
-    "+": aten.add, "-": aten.sub, "*": aten.mul, "/": aten.div, "%": aten.remainder,
+    "+": aten.add, "-": aten.sub, "*": aten.mul, "/": aten.div, "%": aten.fmod,
     "<": aten.lt, "<=": aten.le, ">": aten.gt, ">=": aten.ge, "==": aten.eq, "!=": aten.ne,
     "and": aten.logical_and, "or": aten.logical_or, "&": aten.bitwise_and,
     "|": aten.bitwise_or, "^": aten.bitwise_xor,

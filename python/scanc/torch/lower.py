@@ -15,31 +15,15 @@ from __future__ import annotations
 
 import copy
 import operator
-from typing import Any
 
 import torch
 import torch.fx as fx
 
 from . import ir
 from .lower_algorithms import ALGORITHMS, CLAMPED, INT_MAX, SAME_SHAPE, lower_scan
-from .trace import DTYPE_NAMES
+from .trace import trace_graph
 
 aten = torch.ops.aten
-
-# aten op (overload packet) -> scanc op, for combines captured by PyTorch's own op.
-_FROM_ATEN = {
-    aten.add: "+", aten.sub: "-", aten.mul: "*", aten.div: "/", aten.remainder: "%",
-    aten.lt: "<", aten.le: "<=", aten.gt: ">", aten.ge: ">=", aten.eq: "==", aten.ne: "!=",
-    aten.logical_and: "and", aten.logical_or: "or", aten.bitwise_and: "&",
-    aten.bitwise_or: "|", aten.bitwise_xor: "^", aten.neg: "neg", aten.logical_not: "not",
-    aten.exp: "exp", aten.log: "log", aten.log1p: "log1p", aten.expm1: "expm1",
-    aten.sqrt: "sqrt", aten.rsqrt: "rsqrt", aten.abs: "abs", aten.tanh: "tanh",
-    aten.sigmoid: "sigmoid", aten.softplus: "softplus", aten.sin: "sin", aten.cos: "cos",
-    aten.floor: "floor", aten.ceil: "ceil", aten.pow: "pow", aten.minimum: "min",
-    aten.maximum: "max", aten.logaddexp: "logaddexp", aten.where: "where",
-}
-_IDENTITY = {aten.clone, aten.alias, aten.detach, aten.contiguous, aten.view_as}
-
 
 def _is_scanc_op(node: fx.Node) -> bool:
     return node.op == "call_function" and node.target is torch.ops.scanc.associative_scan.default
@@ -52,60 +36,11 @@ def _is_torch_hop(node: fx.Node) -> bool:
 # ---- PyTorch's combine graph -> ir ----
 
 def _combine_from_graph(gm: fx.GraphModule, num_leaves: int) -> ir.Combine:
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    values: dict[fx.Node, Any] = {}
-    for i, p in enumerate(placeholders):
-        if i < 2 * num_leaves:
-            values[p] = ir.var("l" if i < num_leaves else "r", i % num_leaves)
-        else:
-            values[p] = ir.var("c", i - 2 * num_leaves)
-
-    def arg(a):
-        if isinstance(a, fx.Node):
-            return values[a]
-        if isinstance(a, (bool, int, float)):
-            return ir.const(a)
-        raise ValueError(f"lower_associative_scans: unsupported operand {a!r} in a combine")
-
-    outputs: list[ir.Node] = []
-    for n in gm.graph.nodes:
-        if n.op == "output":
-            outputs = [arg(a) for a in n.args[0]]
-        elif n.op == "call_function":
-            values[n] = _translate(n, [arg(a) if not isinstance(a, torch.dtype) else a
-                                       for a in n.args])
-    return ir.Combine(num_leaves, len(placeholders) - 2 * num_leaves, outputs)
-
-
-def _translate(n: fx.Node, args: list) -> ir.Node:
-    packet = getattr(n.target, "overloadpacket", None)
-    kwargs = n.kwargs
-    if packet in _IDENTITY:
-        return args[0]
-    if packet in (aten._to_copy, torch.ops.prims.convert_element_type):
-        dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
-        return ir.make(f"cast:{DTYPE_NAMES[dtype]}", args[0])
-    if packet is aten.rsub:
-        return ir.make("-", args[1], args[0])
-    if packet is aten.reciprocal:
-        return ir.make("/", ir.const(1.0), args[0])
-    if packet is aten.clamp_min:
-        return ir.make("max", args[0], args[1])
-    if packet is aten.clamp_max:
-        return ir.make("min", args[0], args[1])
-    if packet is aten.clamp:
-        x = args[0]
-        lo = args[1] if len(args) > 1 else None
-        hi = args[2] if len(args) > 2 else None
-        x = ir.make("max", x, lo) if lo is not None else x
-        return ir.make("min", x, hi) if hi is not None else x
-    op = _FROM_ATEN.get(packet)
-    if op is None or (kwargs.get("alpha", 1) != 1) or kwargs.get("rounding_mode"):
-        raise ValueError(f"lower_associative_scans: the operation `{n.target}` inside a "
-                         f"combine has no scalar equivalent in scanc")
-    if op == "softplus":
-        args = args[:1]
-    return ir.make(op, *args)
+    """PyTorch's combine graph (aten ops on left leaves, right leaves, captured values) read by
+    the tracer, so that its ops mean what they mean in torch (promotion, true division, ...)."""
+    dtypes = [n.meta["val"].dtype for n in gm.graph.nodes if n.op == "placeholder"]
+    leaves, captured = dtypes[:num_leaves], dtypes[2 * num_leaves:]
+    return ir.parse_combine(trace_graph(gm, leaves, captured))
 
 
 # ---- the pass ----

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.autograd import forward_ad
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from . import programs, pytrees
@@ -41,6 +42,9 @@ def scan_op(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
 
 @scan_op.register_fake
 def _scan_fake(program, xs, captured, dim, reverse):
+    # The check an eager call makes (cached per signature), so that torch.export and
+    # torch.compile refuse a non-associative combine too, before any run or lowering.
+    programs.forward(program, xs, captured, dim, reverse)
     return [x.new_empty(x.shape) for x in xs]
 
 
@@ -121,7 +125,7 @@ def _plain_eager(tensors: list[Tensor]) -> bool:
     if (torch.compiler.is_compiling() or torch.jit.is_tracing()
             or torch._C._is_torch_function_mode_enabled()
             or _get_current_dispatch_mode() is not None
-            or torch._C._functorch.peek_interpreter_stack() is not None):
+            or torch._C._functorch.get_interpreter_stack()):
         return False
     return all(type(t) is Tensor for t in tensors)
 
@@ -134,6 +138,24 @@ def _call(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
     if torch.is_grad_enabled() and any(t.requires_grad for t in xs + captured):
         return list(_EagerScan.apply(program, dim, reverse, len(xs), *xs, *captured))
     return _scan(program, xs, captured, dim, reverse)
+
+
+def _refuse_transforms(tensors: list[Tensor]) -> None:
+    """torch.func transforms (grad, vjp, jacrev, jvp, jacfwd, vmap) and forward-mode AD are
+    refused with a message: the custom op has no batching or forward-mode rule, and torch's
+    custom-op autograd does not run under the transforms, which would otherwise fail inside
+    torch or carry zero tangents on. torch.autograd (backward, torch.autograd.grad) works."""
+    if torch.compiler.is_compiling():
+        return
+    transforms = torch._C._functorch.get_interpreter_stack()
+    dual = forward_ad._current_level >= 0 and any(
+        forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+    if transforms or dual:
+        what = "torch.func transforms (grad, vjp, jacrev, jvp, jacfwd, vmap)" if transforms \
+            else "forward-mode AD (torch.autograd.forward_ad)"
+        raise NotImplementedError(
+            f"associative_scan: {what} are not supported; use torch.autograd (loss.backward(), "
+            f"torch.autograd.grad) for gradients, and a batch dim of xs in place of vmap")
 
 
 def _align_captured(c: Tensor, x: Tensor, dim: int) -> Tensor:
@@ -189,7 +211,8 @@ def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
         raise ValueError(f"associative_scan: dim {dim} is out of range for leaves of "
                          f"{first.ndim} dims")
     dim = dim % first.ndim
-    text, captured = trace_combine(combine_fn, spec, len(leaves))
+    _refuse_transforms(leaves)
+    text, captured = trace_combine(combine_fn, spec, [x.dtype for x in leaves])
     captured = [_align_captured(c, first, dim) for c in captured]
     out = _call(text, leaves, captured, dim, bool(reverse))
     return pytrees.unflatten(out, spec)

@@ -46,13 +46,19 @@ def dtype_name(t: torch.Tensor) -> str:
 
 
 def _param(name: str, t: torch.Tensor, leaf_rank: int, leaf: bool) -> str:
-    dims = ", ".join(f"D{j}" if leaf or t.shape[j] != 1 else "1" for j in range(leaf_rank))
+    dims = ", ".join(f"D{j}" if leaf or not _is_one(t.shape[j]) else "1" for j in range(leaf_rank))
     return f"{name}: {dtype_name(t)}[{dims}]"
 
 
 def _signature(kind: str, text: str, xs, captured, dim: int, reverse: bool) -> tuple:
     return (kind, text, dim, reverse, tuple(x.dtype for x in xs), xs[0].ndim,
-            tuple((c.dtype, tuple(s == 1 for s in c.shape)) for c in captured))
+            tuple((c.dtype, tuple(_is_one(s) for s in c.shape)) for c in captured))
+
+
+def _is_one(size) -> bool:
+    """A captured dim that broadcasts: 1, known as such (a symbolic size under torch.compile
+    or export, in the fake implementation's check, counts as a full dim)."""
+    return type(size) is int and size == 1
 
 
 _BACKENDS: dict[str, str] = {}  # device type -> the scanc backend that runs there

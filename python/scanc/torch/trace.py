@@ -1,9 +1,12 @@
 """Tracing a combine written with ordinary torch operations into .scan combine text.
 
-`trace_combine(combine_fn, spec, n)` calls combine_fn once on `Tracer` objects (pytrees shaped
-like the leaves) and returns the combine's text plus the tensors it met (closure tensors,
-tensors computed from them), which become the scan's captured values in order of first use.
-Python numbers become literals.
+`trace_combine(combine_fn, spec, dtypes)` calls combine_fn once on `Tracer` objects (pytrees
+shaped like the leaves, each knowing its leaf's dtype) and returns the combine's text plus the
+tensors it met (closure tensors, tensors computed from them), which become the scan's captured
+values in order of first use. Python numbers become literals. Operations follow torch's type
+promotion and meaning (`/` of integers is true division, `%` rounds toward minus infinity,
+fmax ignores NaN, ...): scanc promotes nothing and its `/` and `%` truncate, so the text
+spells out the casts and the corrections.
 
 Written to run inside Dynamo (torch.compile, torch.export) as well as in eager Python, so it
 uses only what Dynamo can trace and fold to constants: plain classes, lists, dicts keyed by
@@ -24,6 +27,7 @@ it.
 
 from __future__ import annotations
 
+import operator
 import types
 
 import torch
@@ -37,28 +41,34 @@ DTYPE_NAMES = {  # torch dtype -> scanc dtype name
     torch.float32: "f32", torch.float64: "f64",
 }
 
-# kind: "infix" (a OP b), "rinfix" (reflected: b OP a), "prefix", "fn" (fn(args)), "cast",
-# "identity", "special" (handled in _apply_special).
-_INFIX = {
-    "add": "+", "sub": "-", "subtract": "-", "mul": "*", "multiply": "*", "div": "/",
-    "true_divide": "/", "divide": "/", "remainder": "%", "fmod": "%", "lt": "<", "less": "<",
-    "le": "<=", "less_equal": "<=", "gt": ">", "greater": ">", "ge": ">=",
-    "greater_equal": ">=", "eq": "==", "ne": "!=", "not_equal": "!=", "logical_and": "and",
-    "logical_or": "or", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+# Every spelling of an operation maps to one entry (kind, op). Kinds: "bin" (a binary operation
+# named by op, torch's type promotion applied, see _binary), "rbin" (the same, reflected),
+# "fn" (a scanc function of promoted operands), "special" (_apply_special), "identity",
+# "unary" (op: "neg", "not" (logical), "invert" (bitwise)).
+_BINARY = (
+    "add", "sub", "mul", "truediv", "floordiv", "remainder", "fmod", "div", "pow", "lt", "le",
+    "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "minimum", "maximum", "fmin", "fmax", "logaddexp")
+_ALIASES = {  # torch name -> the operation it spells
+    "subtract": "sub", "multiply": "mul", "true_divide": "truediv", "divide": "div",
+    "floor_divide": "floordiv", "less": "lt", "less_equal": "le", "greater": "gt",
+    "greater_equal": "ge", "not_equal": "ne", "float_power": "pow",
 }
-_DUNDER_INFIX = {
-    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "mod": "%", "and": "&", "or": "|",
-    "xor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+_DUNDERS = {  # __X__ / __rX__ of torch.Tensor -> the operation
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv", "div": "truediv",
+    "floordiv": "floordiv", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
+    "or": "bitwise_or", "xor": "bitwise_xor", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "eq": "eq", "ne": "ne",
 }
-_FUNCTIONS = {
+_FLOAT_FUNCTIONS = {  # torch name -> scanc function; integer operands become floats, as in torch
     "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
-    "rsqrt": "rsqrt", "abs": "abs", "absolute": "abs", "tanh": "tanh", "sigmoid": "sigmoid",
-    "expit": "sigmoid", "softplus": "softplus", "sin": "sin", "cos": "cos", "floor": "floor",
-    "ceil": "ceil", "pow": "pow", "float_power": "pow", "minimum": "min", "maximum": "max",
-    "fmin": "min", "fmax": "max", "logaddexp": "logaddexp", "where": "where",
+    "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "expit": "sigmoid",
+    "softplus": "softplus", "sin": "sin", "cos": "cos",
 }
+_SAME_FUNCTIONS = {"abs": "abs", "absolute": "abs", "floor": "floor", "ceil": "ceil"}
 _SPECIAL = ("square", "reciprocal", "clamp", "clip", "clamp_min", "clamp_max", "rsub", "max",
-            "min", "to", "type", "float", "double", "half", "bfloat16", "int", "long", "bool")
+            "min", "to", "type", "float", "double", "half", "bfloat16", "int", "long", "bool",
+            "where", "trunc", "fix")
 _IDENTITY = ("clone", "contiguous", "detach", "positive")
 
 _OWNERS = (torch, torch.Tensor, torch._C.TensorBase, torch.special, F)
@@ -73,30 +83,41 @@ def _build_table() -> dict:
             if fn is not None and fn not in table:
                 table[fn] = entry
 
-    for name, op in _INFIX.items():
-        add(name, ("infix", op))
-    for name, op in _FUNCTIONS.items():
-        add(name, ("fn", op))
+    for name in _BINARY:
+        add(name, ("bin", name))
+    for name, op in _ALIASES.items():
+        add(name, ("bin", op))
+    for name, op in {**_FLOAT_FUNCTIONS, **_SAME_FUNCTIONS}.items():
+        add(name, ("fn", name))
     for name in _SPECIAL:
         add(name, ("special", name))
     for name in _IDENTITY:
         add(name, ("identity", None))
-    add("neg", ("prefix", "-"))
-    add("negative", ("prefix", "-"))
-    add("logical_not", ("prefix", "not"))
+    for name, op in (("neg", "neg"), ("negative", "neg"), ("logical_not", "not"),
+                     ("bitwise_not", "invert")):
+        add(name, ("unary", op))
     for owner in (torch.Tensor, torch._C.TensorBase):
-        for name, op in _DUNDER_INFIX.items():
-            for fn, kind in ((getattr(owner, f"__{name}__", None), "infix"),
-                             (getattr(owner, f"__r{name}__", None), "rinfix")):
+        for name, op in _DUNDERS.items():
+            for fn, kind in ((getattr(owner, f"__{name}__", None), "bin"),
+                             (getattr(owner, f"__r{name}__", None), "rbin")):
                 if fn is not None and fn not in table:
                     table[fn] = (kind, op)
-        for name, entry in (("__neg__", ("prefix", "-")), ("__invert__", ("prefix", "not")),
-                            ("__abs__", ("fn", "abs")), ("__pow__", ("fn", "pow")),
-                            ("__rpow__", ("rfn", "pow")), ("__rdiv__", ("rinfix", "/")),
-                            ("__div__", ("infix", "/"))):
+        for name, entry in (("__neg__", ("unary", "neg")), ("__invert__", ("unary", "invert")),
+                            ("__abs__", ("fn", "abs"))):
             fn = getattr(owner, name, None)
             if fn is not None:
                 table.setdefault(fn, entry)
+    # Strict torch.export hands Python's operators over as they are.
+    for name, entry in (("add", ("bin", "add")), ("sub", ("bin", "sub")), ("mul", ("bin", "mul")),
+                        ("truediv", ("bin", "truediv")), ("floordiv", ("bin", "floordiv")),
+                        ("mod", ("bin", "remainder")), ("pow", ("bin", "pow")),
+                        ("and_", ("bin", "bitwise_and")), ("or_", ("bin", "bitwise_or")),
+                        ("xor", ("bin", "bitwise_xor")), ("lt", ("bin", "lt")),
+                        ("le", ("bin", "le")), ("gt", ("bin", "gt")), ("ge", ("bin", "ge")),
+                        ("eq", ("bin", "eq")), ("ne", ("bin", "ne")), ("neg", ("unary", "neg")),
+                        ("invert", ("unary", "invert")), ("abs", ("fn", "abs")),
+                        ("pos", ("identity", None))):
+        table.setdefault(getattr(operator, name), entry)
     # Dynamo may hand over the undecorated function behind a Python-level Tensor method.
     for fn, entry in list(table.items()):
         while getattr(fn, "__wrapped__", None) is not None:
@@ -105,15 +126,52 @@ def _build_table() -> dict:
     return table
 
 
+def _build_aten_table() -> dict:
+    """The same entries keyed by aten overload packets, for combine graphs of aten ops (the
+    subgraph PyTorch's own associative_scan carries in an exported program)."""
+    aten, table = torch.ops.aten, {}
+    names = ([(n, ("bin", n)) for n in _BINARY] + [(n, ("bin", op)) for n, op in _ALIASES.items()]
+             + [(n, ("fn", n)) for n in (*_FLOAT_FUNCTIONS, *_SAME_FUNCTIONS)]
+             + [(n, ("special", n)) for n in _SPECIAL] + [(n, ("identity", None)) for n in _IDENTITY]
+             + [("alias", ("identity", None)), ("view_as", ("identity", None)),
+                ("_to_copy", ("special", "to")), ("neg", ("unary", "neg")),
+                ("logical_not", ("unary", "not")), ("bitwise_not", ("unary", "invert"))]
+             + [(f"__{n}__", ("bin", op)) for n, op in _DUNDERS.items()])
+    for name, entry in names:
+        packet = getattr(aten, name, None)
+        if packet is not None:
+            table.setdefault(packet, entry)
+    table[torch.ops.prims.convert_element_type] = ("special", "to")
+    return table
+
+
 _TABLE = _build_table()
+_ATEN_TABLE = _build_aten_table()
 # Python-level functions (torch/_tensor.py's __rdiv__, ...) are looked up by identity in a list:
 # under Dynamo a dict lookup keyed by one of them fails its own guard.
 _PY_TABLE = [(fn, entry) for fn, entry in _TABLE.items() if isinstance(fn, types.FunctionType)]
 for _fn, _ in _PY_TABLE:
     del _TABLE[_fn]
 # Casting methods: target dtype per method name.
-_CAST_METHODS = {"float": "f32", "double": "f64", "half": "f16", "bfloat16": "bf16",
-                 "int": "i32", "long": "i64", "bool": "bool"}
+_CAST_METHODS = {"float": torch.float32, "double": torch.float64, "half": torch.float16,
+                 "bfloat16": torch.bfloat16, "int": torch.int32, "long": torch.int64,
+                 "bool": torch.bool}
+# Parameter names of the operations that take keywords in place of positions.
+_PARAMS = {"where": ("condition", "input", "other"), "pow": ("input", "exponent"),
+           "clamp": ("input", "min", "max"), "clip": ("input", "min", "max"),
+           "clamp_min": ("input", "min"), "clamp_max": ("input", "max"),
+           "softplus": ("input", "beta", "threshold"), "to": ("input", "dtype"),
+           "type": ("input", "dtype")}
+_OPTIONS = ("alpha", "rounding_mode", "beta", "threshold", "dtype", "min", "max",
+            # what an aten _to_copy may carry besides the dtype; nothing for a scalar
+            "layout", "device", "pin_memory", "memory_format", "non_blocking")
+
+# torch's type promotion (c10's result_type) over scanc's dtypes, precomputed outside Dynamo.
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_PROMOTE = {(a, b): torch.promote_types(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
+# Tensor attributes that are data, not methods: only dtype has a meaning for a traced scalar.
+_TENSOR_DATA = frozenset(n for n in dir(torch.Tensor)
+                         if not n.startswith("_") and not callable(getattr(torch.Tensor, n, None)))
 
 
 class _Recorder:
@@ -122,47 +180,53 @@ class _Recorder:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.captured: list[torch.Tensor] = []
+        self.numbers: list[tuple] = []  # (number, its zero-dim tensor): numbers captured
 
 
 class Tracer:
-    """A stand-in for one scalar of a leaf while tracing; records every operation on it."""
+    """A stand-in for one scalar of a leaf while tracing; records every operation on it and
+    knows its dtype, so that operations follow torch's type promotion (scanc has none: the
+    text gets explicit casts)."""
 
-    def __init__(self, rec: _Recorder, name: str) -> None:
+    def __init__(self, rec: _Recorder, name: str, dtype: torch.dtype) -> None:
         self._rec = rec
         self._name = name
+        self._dtype = dtype
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         return _apply(func, args, kwargs or {})
 
-    def __add__(self, o): return _infix(self, "+", o)
-    def __radd__(self, o): return _infix(o, "+", self)
-    def __sub__(self, o): return _infix(self, "-", o)
-    def __rsub__(self, o): return _infix(o, "-", self)
-    def __mul__(self, o): return _infix(self, "*", o)
-    def __rmul__(self, o): return _infix(o, "*", self)
-    def __truediv__(self, o): return _infix(self, "/", o)
-    def __rtruediv__(self, o): return _infix(o, "/", self)
-    def __mod__(self, o): return _infix(self, "%", o)
-    def __rmod__(self, o): return _infix(o, "%", self)
-    def __and__(self, o): return _infix(self, "&", o)
-    def __rand__(self, o): return _infix(o, "&", self)
-    def __or__(self, o): return _infix(self, "|", o)
-    def __ror__(self, o): return _infix(o, "|", self)
-    def __xor__(self, o): return _infix(self, "^", o)
-    def __rxor__(self, o): return _infix(o, "^", self)
-    def __lt__(self, o): return _infix(self, "<", o)
-    def __le__(self, o): return _infix(self, "<=", o)
-    def __gt__(self, o): return _infix(self, ">", o)
-    def __ge__(self, o): return _infix(self, ">=", o)
-    def __eq__(self, o): return _infix(self, "==", o)  # type: ignore[override]
-    def __ne__(self, o): return _infix(self, "!=", o)  # type: ignore[override]
-    def __neg__(self): return _emit(self._rec, f"- {self._name}")
+    def __add__(self, o): return _binary("add", self, o)
+    def __radd__(self, o): return _binary("add", o, self)
+    def __sub__(self, o): return _binary("sub", self, o)
+    def __rsub__(self, o): return _binary("sub", o, self)
+    def __mul__(self, o): return _binary("mul", self, o)
+    def __rmul__(self, o): return _binary("mul", o, self)
+    def __truediv__(self, o): return _binary("truediv", self, o)
+    def __rtruediv__(self, o): return _binary("truediv", o, self)
+    def __floordiv__(self, o): return _binary("floordiv", self, o)
+    def __rfloordiv__(self, o): return _binary("floordiv", o, self)
+    def __mod__(self, o): return _binary("remainder", self, o)
+    def __rmod__(self, o): return _binary("remainder", o, self)
+    def __pow__(self, o): return _binary("pow", self, o)
+    def __rpow__(self, o): return _binary("pow", o, self)
+    def __and__(self, o): return _binary("bitwise_and", self, o)
+    def __rand__(self, o): return _binary("bitwise_and", o, self)
+    def __or__(self, o): return _binary("bitwise_or", self, o)
+    def __ror__(self, o): return _binary("bitwise_or", o, self)
+    def __xor__(self, o): return _binary("bitwise_xor", self, o)
+    def __rxor__(self, o): return _binary("bitwise_xor", o, self)
+    def __lt__(self, o): return _binary("lt", self, o)
+    def __le__(self, o): return _binary("le", self, o)
+    def __gt__(self, o): return _binary("gt", self, o)
+    def __ge__(self, o): return _binary("ge", self, o)
+    def __eq__(self, o): return _binary("eq", self, o)  # type: ignore[override]
+    def __ne__(self, o): return _binary("ne", self, o)  # type: ignore[override]
+    def __neg__(self): return _unary("neg", self)
     def __pos__(self): return self
-    def __invert__(self): return _emit(self._rec, f"not {self._name}")
-    def __abs__(self): return _call(self._rec, "abs", [self])
-    def __pow__(self, o): return _call(self._rec, "pow", [self, o])
-    def __rpow__(self, o): return _call(self._rec, "pow", [o, self])
+    def __invert__(self): return _unary("invert", self)
+    def __abs__(self): return _function("abs", [self])
 
     __hash__ = object.__hash__
 
@@ -174,7 +238,24 @@ class Tracer:
         raise ValueError("associative_scan: indexing is not supported inside a combine; "
                          "it is a scalar function (pass the parts as separate leaves)")
 
+    def __matmul__(self, o):
+        raise ValueError("associative_scan: `@` is not supported inside a combine; it is a "
+                         "scalar function (write the products out, one leaf per entry)")
+
+    __rmatmul__ = __matmul__
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    def is_floating_point(self) -> bool:
+        return self._dtype in _FLOATS
+
     def __getattr__(self, name):
+        if name in _TENSOR_DATA:
+            raise ValueError(f"associative_scan: `.{name}` of an operand is not available "
+                             f"inside a combine (it sees one scalar of each leaf; only .dtype "
+                             f"is known)")
         method = getattr(torch.Tensor, name, None)
         if method is None or name.startswith("__"):
             raise AttributeError(name)
@@ -192,41 +273,95 @@ def _find_recorder(args) -> _Recorder:
     raise ValueError("associative_scan: internal error: no traced operand")
 
 
-def _operand(rec: _Recorder, v) -> str:
+def _is_symbolic(v) -> bool:
+    return isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _typeof(v) -> tuple[torch.dtype, int]:
+    """v's dtype and its rank in torch's promotion: 2 a tensor with dims (a leaf), 1 a
+    zero-dim tensor, 0 a Python number."""
     if isinstance(v, Tracer):
-        return v._name
+        return v._dtype, 2
     if isinstance(v, torch.Tensor):
-        # One captured value per tensor: the associativity check must see them equal.
-        for i, c in enumerate(rec.captured):
-            if c is v:
-                return f"c{i}"
-        rec.captured.append(v)
-        return f"c{len(rec.captured) - 1}"
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, (int, float)):
-        text = repr(v)
-        if v < 0:
-            return f"({text})"
-        return text
+        return v.dtype, 2 if v.ndim else 1
+    if isinstance(v, (bool, torch.SymBool)):
+        return torch.bool, 0
+    if isinstance(v, (int, torch.SymInt)):
+        return torch.int64, 0
+    if isinstance(v, (float, torch.SymFloat)):
+        return torch.get_default_dtype(), 0
     raise ValueError(f"associative_scan: a combine operand must be a tensor or a number, "
                      f"got {type(v)}")
 
 
-def _emit(rec: _Recorder, expr: str) -> Tracer:
+def _join(higher, lower):
+    # c10's combine_categories: a lower rank decides only where its category is higher.
+    if higher is None or lower is None:
+        return lower if higher is None else higher
+    if higher in _FLOATS:
+        return higher
+    if higher == torch.bool or lower in _FLOATS:
+        return _PROMOTE[(higher, lower)]
+    return higher
+
+
+def _result_type(*values) -> torch.dtype:
+    ranks = [None, None, None]
+    for v in values:
+        dtype, rank = _typeof(v)
+        ranks[rank] = dtype if ranks[rank] is None else _PROMOTE[(ranks[rank], dtype)]
+    return _join(ranks[2], _join(ranks[1], ranks[0]))
+
+
+def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
+    """v's name in the text, as `dtype` where given (casts for tensors, literals spelled for
+    it; a symbolic number under Dynamo is captured as a zero-dim tensor of that dtype)."""
+    if isinstance(v, Tracer):
+        if dtype is None or v._dtype == dtype:
+            return v._name
+        return _cast(rec, v, dtype)._name
+    if isinstance(v, torch.Tensor):
+        # One captured value per tensor: the associativity check must see them equal.
+        index = None
+        for i, c in enumerate(rec.captured):
+            if c is v:
+                index = i
+        if index is None:
+            rec.captured.append(v)
+            index = len(rec.captured) - 1
+        name = f"c{index}"
+        if dtype is None or v.dtype == dtype:
+            return name
+        return _emit(rec, f"{DTYPE_NAMES[dtype]}({name})", dtype)._name
+    # A symbolic number has no text: it is captured as a zero-dim tensor of it instead. Under
+    # Dynamo a closure's float may be symbolic though isinstance says float, and nothing that
+    # Dynamo traces tells the two apart, so there every float is captured.
+    if _is_symbolic(v) or (isinstance(v, float) and torch.compiler.is_compiling()):
+        want = dtype if dtype is not None else _typeof(v)[0]
+        tensor = None
+        for number, t in rec.numbers:  # one captured value per number and dtype
+            if number is v and t.dtype == want:
+                tensor = t
+        if tensor is None:
+            tensor = torch.scalar_tensor(v, dtype=want)
+            rec.numbers.append((v, tensor))
+        return _operand(rec, tensor, want)
+    if not isinstance(v, (bool, int, float)):
+        _typeof(v)  # raises
+    if dtype in _FLOATS:
+        v = float(v)
+    elif dtype is not None and dtype != torch.bool:
+        v = int(v)
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    text = repr(v)
+    return f"({text})" if v < 0 else text
+
+
+def _emit(rec: _Recorder, expr: str, dtype: torch.dtype) -> Tracer:
     name = f"t{len(rec.lines)}"
     rec.lines.append(f"{name} = {expr}")
-    return Tracer(rec, name)
-
-
-def _infix(a, op: str, b) -> Tracer:
-    rec = _find_recorder((a, b))
-    return _emit(rec, f"{_operand(rec, a)} {op} {_operand(rec, b)}")
-
-
-def _call(rec: _Recorder, fn: str, args) -> Tracer:
-    parts = [_operand(rec, a) for a in args]
-    return _emit(rec, f"{fn}({', '.join(parts)})")
+    return Tracer(rec, name, dtype)
 
 
 def _cast(rec: _Recorder, x, dtype) -> Tracer:
@@ -234,7 +369,148 @@ def _cast(rec: _Recorder, x, dtype) -> Tracer:
     if name is None:
         raise ValueError(f"associative_scan: casting to {dtype} inside a combine is not "
                          f"supported")
-    return _emit(rec, f"{name}({_operand(rec, x)})")
+    return _emit(rec, f"{name}({_operand(rec, x)})", dtype)
+
+
+def _infix(rec: _Recorder, a, op: str, b, dtype: torch.dtype, result: torch.dtype) -> Tracer:
+    return _emit(rec, f"{_operand(rec, a, dtype)} {op} {_operand(rec, b, dtype)}", result)
+
+
+def _call(rec: _Recorder, fn: str, args, dtype: torch.dtype, result: torch.dtype) -> Tracer:
+    parts = [_operand(rec, a, dtype) for a in args]
+    return _emit(rec, f"{fn}({', '.join(parts)})", result)
+
+
+def _where(rec: _Recorder, cond, a, b) -> Tracer:
+    dtype = _result_type(a, b)
+    return _emit(rec, f"where({_operand(rec, cond, torch.bool)}, {_operand(rec, a, dtype)}, "
+                      f"{_operand(rec, b, dtype)})", dtype)
+
+
+def _no_float(op: str, dtype: torch.dtype) -> None:
+    if dtype in _FLOATS:
+        raise ValueError(f"associative_scan: {op} of floating-point operands is not supported "
+                         f"inside a combine (scanc has no exact floating-point remainder)")
+
+
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "bitwise_and": "&", "bitwise_or": "|",
+            "bitwise_xor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
+            "ne": "!="}
+
+
+def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
+    """a OP b with torch's semantics: operands promoted to their result type, then scanc ops
+    that compute what torch computes (true division, floor remainder, ...)."""
+    rec = _find_recorder((a, b))
+    dtype = _result_type(a, b)
+    if op in ("lt", "le", "gt", "ge", "eq", "ne"):
+        return _infix(rec, a, _SYMBOLS[op], b, dtype, torch.bool)
+    if op in _SYMBOLS:
+        return _infix(rec, a, _SYMBOLS[op], b, dtype, dtype)
+    if op in ("logical_and", "logical_or", "logical_xor"):
+        x, y = _truth(rec, a), _truth(rec, b)
+        word = {"logical_and": "and", "logical_or": "or", "logical_xor": "^"}[op]
+        return _emit(rec, f"{x._name} {word} {y._name}", torch.bool)
+    if op == "div" and rounding_mode is not None:
+        op = {"trunc": "truncdiv", "floor": "floordiv"}.get(rounding_mode, rounding_mode)
+        if op not in ("truncdiv", "floordiv"):
+            raise ValueError(f"associative_scan: div's rounding_mode must be None, 'trunc' or "
+                             f"'floor', got {rounding_mode!r}")
+    if op in ("truediv", "div"):
+        if dtype not in _FLOATS:
+            dtype = torch.get_default_dtype()
+        return _infix(rec, a, "/", b, dtype, dtype)
+    if op == "truncdiv":
+        if dtype not in _FLOATS:
+            return _infix(rec, a, "/", b, dtype, dtype)  # scanc's integer / truncates
+        return _trunc(rec, _infix(rec, a, "/", b, dtype, dtype))
+    if op in ("floordiv", "remainder"):
+        _no_float("floor division" if op == "floordiv" else "torch.remainder (%)", dtype)
+        # Round toward minus infinity: one step down where the truncated result's remainder
+        # is nonzero and of the other sign than the divisor.
+        x, y = _operand(rec, a, dtype), _operand(rec, b, dtype)
+        r = _emit(rec, f"{x} % {y}", dtype)
+        nonzero = _emit(rec, f"{r._name} != 0", torch.bool)
+        r_negative = _emit(rec, f"{r._name} < 0", torch.bool)
+        y_negative = _emit(rec, f"{y} < 0", torch.bool)
+        signs = _emit(rec, f"{r_negative._name} ^ {y_negative._name}", torch.bool)
+        fix = _emit(rec, f"{nonzero._name} and {signs._name}", torch.bool)
+        if op == "remainder":
+            return _where(rec, fix, _emit(rec, f"{r._name} + {y}", dtype), r)
+        q = _emit(rec, f"{x} / {y}", dtype)
+        return _where(rec, fix, _emit(rec, f"{q._name} - 1", dtype), q)
+    if op == "fmod":
+        _no_float("torch.fmod", dtype)
+        return _infix(rec, a, "%", b, dtype, dtype)
+    if op in ("minimum", "maximum"):
+        return _call(rec, "min" if op == "minimum" else "max", [a, b], dtype, dtype)
+    if op in ("fmin", "fmax"):
+        # NaN-ignoring: the other operand where one is NaN.
+        m = _call(rec, "min" if op == "fmin" else "max", [a, b], dtype, dtype)
+        if dtype not in _FLOATS:
+            return m
+        x, y = _operand(rec, a, dtype), _operand(rec, b, dtype)
+        m = _where(rec, _emit(rec, f"{y} != {y}", torch.bool), Tracer(rec, x, dtype), m)
+        return _where(rec, _emit(rec, f"{x} != {x}", torch.bool), Tracer(rec, y, dtype), m)
+    if op == "logaddexp":
+        if dtype not in _FLOATS:
+            dtype = torch.get_default_dtype()
+        return _call(rec, "logaddexp", [a, b], dtype, dtype)
+    if op == "pow":
+        return _call(rec, "pow", [a, b], dtype, dtype)
+    raise ValueError(f"associative_scan: internal error: unknown operation {op}")
+
+
+def _truth(rec: _Recorder, v) -> Tracer:
+    """v as bool, nonzero meaning true (torch's logical ops take any dtype)."""
+    if _typeof(v)[0] == torch.bool:
+        return Tracer(rec, _operand(rec, v, torch.bool), torch.bool)
+    return _emit(rec, f"{_operand(rec, v)} != 0", torch.bool)
+
+
+def _trunc(rec: _Recorder, x: Tracer) -> Tracer:
+    neg = _emit(rec, f"{x._name} < 0", torch.bool)
+    return _where(rec, neg, _function("ceil", [x]), _function("floor", [x]))
+
+
+def _unary(op: str, x) -> Tracer:
+    rec = _find_recorder((x,))
+    dtype = _typeof(x)[0]
+    if op == "neg":
+        return _emit(rec, f"- {_operand(rec, x)}", dtype)
+    if op == "not":
+        return _emit(rec, f"not {_truth(rec, x)._name}", torch.bool)
+    if dtype == torch.bool:  # invert
+        return _emit(rec, f"not {_operand(rec, x)}", dtype)
+    if dtype in _FLOATS:
+        raise ValueError("associative_scan: `~` (bitwise not) needs integer or bool operands")
+    return _emit(rec, f"{_operand(rec, x)} ^ (-1)", dtype)
+
+
+def _function(name: str, args) -> Tracer:
+    rec = _find_recorder(args)
+    dtype = _result_type(*args)
+    if name in _FLOAT_FUNCTIONS and dtype not in _FLOATS:
+        dtype = torch.get_default_dtype()
+    return _call(rec, _FLOAT_FUNCTIONS.get(name) or _SAME_FUNCTIONS[name], args, dtype, dtype)
+
+
+def _positional(op, args, kwargs) -> tuple[list, dict]:
+    """args with the keywords that name parameters moved to their positions; the options
+    (alpha, rounding_mode, ...) stay keywords; any other keyword is an error."""
+    args, kwargs = list(args), dict(kwargs)
+    if "self" in kwargs:
+        kwargs["input"] = kwargs.pop("self")
+    names = _PARAMS.get(op, ("input", "other"))
+    for name in names[len(args):]:
+        if name not in kwargs:
+            break
+        args.append(kwargs.pop(name))
+    for name in kwargs:
+        if name not in _OPTIONS:
+            raise ValueError(f"associative_scan: the keyword `{name}=` of `{op}` is not "
+                             f"supported inside a combine")
+    return args, kwargs
 
 
 def _apply(func, args, kwargs) -> Tracer:
@@ -244,65 +520,78 @@ def _apply(func, args, kwargs) -> Tracer:
             entry = e
     if entry is None:
         entry = _TABLE.get(func)
+    if entry is None and isinstance(func, torch._ops.OpOverload):
+        entry = _ATEN_TABLE.get(func.overloadpacket)
     if entry is None:
         raise ValueError(f"associative_scan: the operation `{_describe(func)}` is not "
                          f"supported inside a combine (supported: elementwise arithmetic, "
                          f"comparisons, where, min/max, exp/log family, casts)")
-    rec = _find_recorder(args)
     kind, op = entry
+    args, kwargs = _positional(op, args, kwargs)
+    rec = _find_recorder(args)
     if kind == "special":
         return _apply_special(rec, op, args, kwargs)
     if kind == "identity":
         return args[0]
-    if kind == "prefix":
-        return _emit(rec, f"{op} {_operand(rec, args[0])}")
-    if kind == "infix":
-        a, b = args[0], args[1] if len(args) > 1 else kwargs["other"]
-        alpha = kwargs.get("alpha", 1)
-        if len(args) > 2:
-            alpha = args[2]
+    if kind == "unary":
+        return _unary(op, args[0])
+    if kind == "rbin":
+        return _binary(op, args[1], args[0])
+    if kind == "bin":
+        a, b = args[0], args[1]
+        alpha = args[2] if len(args) > 2 else kwargs.get("alpha", 1)
         if alpha != 1:
-            b = _infix(b, "*", alpha)
-        return _infix(a, op, b)
-    if kind == "rinfix":
-        return _infix(args[1], op, args[0])
-    if kind == "rfn":
-        return _call(rec, op, [args[1], args[0]])
-    if op == "softplus" and (kwargs.get("beta", 1) != 1 or len(args) > 1):
-        raise ValueError("associative_scan: softplus inside a combine supports beta=1 only")
-    return _call(rec, op, list(args) + list(kwargs.values()))
+            b = _binary("mul", b, alpha)
+        return _binary(op, a, b, kwargs.get("rounding_mode"))
+    if op == "softplus":
+        beta = args[1] if len(args) > 1 else kwargs.get("beta", 1)
+        threshold = args[2] if len(args) > 2 else kwargs.get("threshold", 20)
+        if beta != 1 or threshold != 20:
+            raise ValueError("associative_scan: softplus inside a combine supports beta=1 and "
+                             "threshold=20 only")
+        args = args[:1]
+    return _function(op, args)
 
 
 def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
     x = args[0]
     if name == "square":
-        return _infix(x, "*", x)
+        return _binary("mul", x, x)
     if name == "reciprocal":
-        return _infix(1.0, "/", x)
+        return _binary("truediv", 1.0, x)
     if name == "rsub":
-        return _infix(args[1], "-", x)
+        return _binary("sub", args[1], x)
+    if name in ("trunc", "fix"):
+        if _typeof(x)[0] not in _FLOATS:
+            return x
+        return _trunc(rec, Tracer(rec, _operand(rec, x), _typeof(x)[0]))
+    if name == "where":
+        return _where(rec, x, args[1], args[2])
     if name in ("clamp", "clip", "clamp_min", "clamp_max"):
         lo = args[1] if len(args) > 1 else kwargs.get("min")
         hi = args[2] if len(args) > 2 else kwargs.get("max")
         if name == "clamp_max":
             lo, hi = None, lo
+        # torch.clamp's semantics, gradient included: a value on a bound keeps its gradient.
+        dtype = _result_type(*[v for v in (x, lo, hi) if v is not None])
+        x = Tracer(rec, _operand(rec, x, dtype), dtype)
         if lo is not None:
-            x = _call(rec, "max", [x, lo])
+            x = _where(rec, _infix(rec, x, "<", lo, dtype, torch.bool), lo, x)
         if hi is not None:
-            x = _call(rec, "min", [x, hi])
+            x = _where(rec, _infix(rec, x, ">", hi, dtype, torch.bool), hi, x)
         return x
     if name in ("max", "min"):
         other = args[1] if len(args) > 1 else kwargs.get("other")
         if other is None or not isinstance(other, (Tracer, torch.Tensor)):
             raise ValueError(f"associative_scan: torch.{name} inside a combine needs two "
                              f"operands (elementwise); reductions are not supported")
-        return _call(rec, name, [x, other])
+        return _binary("minimum" if name == "min" else "maximum", x, other)
     if name in ("to", "type"):
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if not isinstance(dtype, torch.dtype):
             raise ValueError("associative_scan: .to() inside a combine takes a dtype only")
         return _cast(rec, x, dtype)
-    return _emit(rec, f"{_CAST_METHODS[name]}({_operand(rec, x)})")
+    return _cast(rec, x, _CAST_METHODS[name])
 
 
 def _describe(func) -> str:
@@ -312,25 +601,43 @@ def _describe(func) -> str:
     return f"{owner}.{name}" if isinstance(owner, str) and owner else str(name)
 
 
-def trace_combine(combine_fn, spec, num_leaves: int) -> tuple[str, list[torch.Tensor]]:
-    """combine_fn's text and captured tensors. ValueError when it returns a different number
-    or structure of leaves, or uses an operation scanc lacks (the message names it)."""
+def trace_combine(combine_fn, spec, dtypes: list[torch.dtype]) -> tuple[str, list[torch.Tensor]]:
+    """combine_fn's text and captured tensors, for leaves of `dtypes`. ValueError when it
+    returns a different number or structure of leaves, or uses an operation scanc lacks (the
+    message names it)."""
     rec = _Recorder()
-    left = [Tracer(rec, f"l{i}") for i in range(num_leaves)]
-    right = [Tracer(rec, f"r{i}") for i in range(num_leaves)]
+    left = [Tracer(rec, f"l{i}", d) for i, d in enumerate(dtypes)]
+    right = [Tracer(rec, f"r{i}", d) for i, d in enumerate(dtypes)]
     out = combine_fn(pytrees.unflatten(left, spec), pytrees.unflatten(right, spec))
     out_leaves, out_spec = pytrees.flatten(out, (Tracer,))
-    if len(out_leaves) != num_leaves:
+    if len(out_leaves) != len(dtypes):
         raise ValueError(f"associative_scan: combine_fn returned {len(out_leaves)} leaves for "
-                         f"{num_leaves} inputs; it must return the same pytree structure as xs")
+                         f"{len(dtypes)} inputs; it must return the same pytree structure as xs")
     if out_spec != spec:
         raise ValueError(f"associative_scan: combine_fn returned a pytree of structure "
                          f"{out_spec}, but xs has {spec}")
+    return _text(rec, len(dtypes), len(rec.captured), out_leaves), rec.captured
+
+
+def trace_graph(graph_fn, dtypes: list[torch.dtype], captured: list[torch.dtype]) -> str:
+    """The text of a combine given as a function of aten ops (left leaves, right leaves, then
+    the captured values, each of `dtypes` / `captured`) returning the combined leaves: the same
+    translation, and the same meaning, as a traced torch combine."""
+    rec = _Recorder()
+    args = ([Tracer(rec, f"l{i}", d) for i, d in enumerate(dtypes)]
+            + [Tracer(rec, f"r{i}", d) for i, d in enumerate(dtypes)]
+            + [Tracer(rec, f"c{i}", d) for i, d in enumerate(captured)])
+    out = graph_fn(*args)
+    if rec.captured:
+        raise ValueError("lower_associative_scans: a combine graph holds a tensor constant")
+    return _text(rec, len(dtypes), len(captured), list(out))
+
+
+def _text(rec: _Recorder, num_leaves: int, num_captured: int, out_leaves: list) -> str:
     results = [_operand(rec, v) for v in out_leaves]
     lnames = ", ".join([f"l{i}" for i in range(num_leaves)])
     rnames = ", ".join([f"r{i}" for i in range(num_leaves)])
-    cnames = ", ".join([f"c{i}" for i in range(len(rec.captured))])
-    tail = f"; {cnames}" if rec.captured else ""
+    cnames = ", ".join([f"c{i}" for i in range(num_captured)])
+    tail = f"; {cnames}" if num_captured else ""
     body = "; ".join(rec.lines + [f"return {', '.join(results)}"])
-    text = f"combine combine_fn({lnames} | {rnames}{tail}) {{ {body} }}"
-    return text, rec.captured
+    return f"combine combine_fn({lnames} | {rnames}{tail}) {{ {body} }}"

@@ -1,0 +1,223 @@
+"""A combine's operations mean what they mean in torch: type promotion, true division of
+integers, floor remainder, rounding modes, NaN-ignoring fmax, keywords by name, tensor
+attributes. Each case is checked against a Python loop of the same combine on real tensors
+(torch's own semantics), in eager calls, exported programs and their lowered form; and what
+scanc cannot do exactly is refused with a message."""
+
+import math
+
+import pytest
+import torch
+from torch._higher_order_ops.associative_scan import associative_scan as torch_associative_scan
+
+import scanc.torch as st
+from torch_scan_loops import loop_scan
+
+LENGTHS = (0, 1, 2, 7, 33, 127)
+
+
+def integers(n, seed=0, low=-9, high=10):
+    return torch.randint(low, high, (3, n), generator=torch.Generator().manual_seed(seed))
+
+
+def assert_scan_matches_torch(combine, xs, dim=1, reverse=False, exact=True):
+    got = st.associative_scan(combine, xs, dim, reverse=reverse)
+    want = loop_scan(combine, xs, dim, reverse=reverse)
+    if exact:
+        assert torch.equal(got, want), (got, want)
+    else:
+        torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def last_where_half_exceeds_one(a, b):  # the latest element whose half exceeds 1
+    return torch.where(b / 2 > 1, b, a)
+
+
+def last_odd(a, b):  # the latest odd element (torch's % takes the divisor's sign)
+    return torch.where(b % 2 == 1, b, a)
+
+
+def last_even_floor(a, b):
+    return torch.where(torch.div(b, 2, rounding_mode="floor") * 2 == b, b, a)
+
+
+def last_halving_to_zero(a, b):  # the latest element that truncates to 0 when halved
+    return torch.where(torch.div(b, 2, rounding_mode="trunc") == 0, b, a)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("combine", [last_where_half_exceeds_one, last_odd, last_even_floor,
+                                     last_halving_to_zero])
+def test_integer_division_and_remainder_round_as_in_torch(combine, n):
+    assert_scan_matches_torch(combine, integers(n, seed=n))
+    assert_scan_matches_torch(combine, integers(n, seed=n + 1), reverse=True)
+
+
+def test_floor_division_operator_and_remainder_method_follow_torch_on_negative_integers():
+    x = torch.tensor([[-7, 5, -3, 4, -8, 9, -1]])
+    assert_scan_matches_torch(lambda a, b: torch.where((b // 3) * 3 == b, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where(b.remainder(4) == 1, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where(torch.fmod(b, 4) == -3, b, a), x)
+
+
+def test_truncating_division_of_floats_rounds_toward_zero():
+    x = torch.tensor([[-2.5, 3.5, -1.5, 0.5, -0.5, 7.0]])
+    assert_scan_matches_torch(lambda a, b: torch.where(torch.div(b, 2, rounding_mode="trunc")
+                                                       == 0, b, a), x)
+
+
+@pytest.mark.parametrize("spelling", [lambda a, b: a % b, lambda a, b: a // b,
+                                      lambda a, b: torch.fmod(a, b),
+                                      lambda a, b: torch.div(a, b, rounding_mode="floor")])
+def test_a_floating_point_remainder_or_floor_division_is_refused_by_name(spelling):
+    with pytest.raises(ValueError, match="floating-point operands is not supported"):
+        st.associative_scan(spelling, torch.ones(2, 5), 1)
+
+
+@pytest.mark.parametrize("op", [torch.fmax, torch.fmin])
+def test_fmax_and_fmin_ignore_nan_as_torch_does(op):
+    x = torch.tensor([[1.0, math.nan, 3.0, 2.0, math.nan, -1.0, 5.0]])
+    assert_scan_matches_torch(op, x)
+    assert_scan_matches_torch(op, x.flip(1), reverse=True)
+
+
+def test_mixed_dtypes_promote_as_in_torch():
+    ints = integers(33, seed=3).to(torch.int32)
+    step = torch.tensor(3, dtype=torch.int64)  # zero-dim: does not widen int32 leaves
+
+    def latest_above_step(a, b):
+        return torch.where(b > step, b, a)
+
+    assert_scan_matches_torch(latest_above_step, ints)
+    assert st.associative_scan(latest_above_step, ints, 1).dtype == torch.int32
+    scale = torch.tensor(0.5, dtype=torch.float64)  # zero-dim: does not widen float32 leaves
+    floats = torch.randn(3, 33, generator=torch.Generator().manual_seed(4))
+
+    def latest_scaled_above(a, b):
+        return torch.where(b * scale > 0.2, b, a)
+
+    assert_scan_matches_torch(latest_scaled_above, floats)
+    assert st.associative_scan(latest_scaled_above, floats, 1).dtype == torch.float32
+    # Python numbers: a float one makes integer operands floats; an int one keeps their dtype.
+    assert_scan_matches_torch(lambda a, b: torch.where(b * 0.5 > 1, b, a), ints)
+    assert_scan_matches_torch(lambda a, b: torch.where(b * 2 > 5, b, a), ints)
+
+
+def test_bitwise_not_of_integers_is_the_complement():
+    x = integers(33, seed=5, low=0, high=64)
+    assert_scan_matches_torch(lambda a, b: ~(~a & ~b), x)  # a | b, spelled by De Morgan
+
+
+def test_a_combine_may_branch_on_its_operands_dtype():
+    def running_max_or_sum(a, b):
+        return torch.maximum(a, b) if a.dtype == torch.float32 else a + b
+
+    assert_scan_matches_torch(running_max_or_sum, torch.tensor([[1.0, 5.0, 2.0, 7.0]]))
+    assert_scan_matches_torch(running_max_or_sum, torch.tensor([[1, 5, 2, 7]]))
+
+
+@pytest.mark.parametrize("attribute", ["shape", "device", "T", "requires_grad"])
+def test_tensor_attributes_other_than_dtype_are_refused_by_name(attribute):
+    with pytest.raises(ValueError, match=rf"`\.{attribute}` of an operand"):
+        st.associative_scan(lambda a, b: getattr(a, attribute) and a + b, torch.ones(2, 5), 1)
+
+
+def test_keyword_arguments_bind_by_name():
+    x = torch.randn(3, 17, generator=torch.Generator().manual_seed(6))
+    assert_scan_matches_torch(lambda a, b: torch.where(b > a, other=a, input=b), x)
+    assert_scan_matches_torch(lambda a, b: torch.maximum(input=a, other=b), x)
+    assert_scan_matches_torch(lambda a, b: torch.add(input=a, other=b), x, exact=False)
+
+
+def test_clamp_keeps_the_gradient_of_a_value_on_its_bound_as_torch_does():
+    def clamped_max(a, b):
+        return torch.clamp(torch.maximum(a, b), min=-1.0, max=1.0)
+
+    x = torch.tensor([[-1.0, 0.5, 1.0, -0.5, 2.0]], dtype=torch.float64, requires_grad=True)
+    got = torch.autograd.grad(st.associative_scan(clamped_max, x, 1).sum(), x)[0]
+    want = torch.autograd.grad(loop_scan(clamped_max, x, 1).sum(), x)[0]
+    assert torch.equal(got, want)
+    assert got[0, 2] == 2  # 1.0 sits on the upper bound and is the result of two steps
+
+
+def test_a_float_closure_under_compile_with_dynamic_shapes_follows_its_value():
+    x = torch.tensor([[0.3, 2.0, 0.7, 5.0]])
+    for cap in (1.0, 0.5):
+        def model(v):
+            return st.associative_scan(lambda a, b: torch.clamp(torch.maximum(a, b), max=cap), v, 1)
+
+        compiled = torch.compile(model, backend="eager", fullgraph=True, dynamic=True)
+        assert torch.equal(compiled(x), model(x))
+        torch._dynamo.reset()
+
+
+class Halving(torch.nn.Module):
+    def forward(self, x):
+        return st.associative_scan(last_where_half_exceeds_one, x, 1)
+
+
+class TorchsOwnScan(torch.nn.Module):
+    def forward(self, x):
+        return torch_associative_scan(lambda a, b: torch.where(b / 2 > 1, b, a), x, 1,
+                                      combine_mode="generic")
+
+
+@pytest.mark.parametrize("model", [Halving(), TorchsOwnScan()], ids=["scanc", "torch"])
+def test_exported_and_lowered_programs_keep_torch_s_integer_division(model):
+    x = integers(9, seed=7)
+    want = loop_scan(last_where_half_exceeds_one, x, 1)
+    exported = torch.export.export(model, (x,))
+    assert torch.equal(exported.module()(x), want)
+    assert torch.equal(st.lower_associative_scans(exported).module()(x), want)
+
+
+def test_lowering_torch_s_own_scan_takes_a_clamp_with_one_bound():
+    class Capped(torch.nn.Module):
+        def forward(self, x):
+            return torch_associative_scan(lambda a, b: torch.clamp(torch.maximum(a, b), None, 0.5),
+                                          x, 1, combine_mode="generic")
+
+    x = torch.randn(3, 9, generator=torch.Generator().manual_seed(8))
+    lowered = st.lower_associative_scans(torch.export.export(Capped(), (x,)))
+    assert torch.equal(lowered.module()(x), loop_scan(lambda a, b: torch.clamp(
+        torch.maximum(a, b), None, 0.5), x, 1))
+
+
+def test_export_refuses_a_combine_that_is_not_associative():
+    class Difference(torch.nn.Module):
+        def forward(self, x):
+            return st.associative_scan(lambda a, b: a - b, x, 0)
+
+    with pytest.raises(ValueError, match="not associative"):
+        torch.export.export(Difference(), (torch.ones(8),))
+
+
+def test_strict_export_traces_python_operators_in_a_combine():
+    class SmoothMax(torch.nn.Module):
+        def forward(self, x, t):
+            return st.associative_scan(lambda a, b: t * torch.logaddexp(a / t, b / t), x, 1)
+
+    x, t = torch.randn(3, 9, generator=torch.Generator().manual_seed(9)), torch.tensor(0.5)
+    exported = torch.export.export(SmoothMax(), (x, t), strict=True)
+    torch.testing.assert_close(exported.module()(x, t), SmoothMax()(x, t))
+
+
+@pytest.mark.parametrize("transform", [
+    lambda f, x: torch.func.jvp(f, (x,), (torch.ones_like(x),)),
+    lambda f, x: torch.func.jacfwd(f)(x),
+    lambda f, x: torch.func.grad(lambda v: f(v).sum())(x),
+    lambda f, x: torch.func.vmap(f)(x.unsqueeze(0)),
+], ids=["jvp", "jacfwd", "grad", "vmap"])
+def test_torch_func_transforms_are_refused_with_the_supported_alternative(transform):
+    def cumsum(v):
+        return st.associative_scan(lambda a, b: a + b, v, 0)
+
+    with pytest.raises(NotImplementedError, match="torch.autograd"):
+        transform(cumsum, torch.arange(1.0, 6.0))
+
+
+def test_forward_mode_dual_tensors_are_refused():
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level(), pytest.raises(NotImplementedError, match="forward-mode AD"):
+        st.associative_scan(lambda a, b: a + b, fwad.make_dual(torch.ones(4), torch.ones(4)), 0)
