@@ -3,8 +3,8 @@
     scanc::associative_scan(str program, Tensor[] xs, Tensor[] captured, int dim, bool reverse)
         -> Tensor[]
     scanc::associative_scan_backward(str program, Tensor[] xs, Tensor[] ys, Tensor[] captured,
-        Tensor[] grads, int dim, bool reverse) -> Tensor[]     (dxs, then per captured value its
-        per-element contributions: the leaves' shape with max(S - 1, 0) along dim)
+        Tensor[] grads, int dim, bool reverse) -> Tensor[]     (dxs, then per captured value
+        its gradient in the leaves' dtype and the captured value's shape)
 
 `program` is the traced combine's text (a constant under Dynamo), so the ops are opaque,
 shape-generic calls: fake implementations give the output shapes, eager ones compile the program
@@ -49,8 +49,10 @@ def _scan_fake(program, xs, captured, dim, reverse):
 
 
 def _contribution_shape(x: Tensor, dim: int) -> list:
+    """The backward program's per-element contributions to a captured value: the leaves'
+    shape with S - 1 along dim (one per combine)."""
     shape = list(x.shape)
-    shape[dim] = torch.sym_max(shape[dim] - 1, 0)
+    shape[dim] = max(shape[dim] - 1, 0)
     return shape
 
 
@@ -67,18 +69,20 @@ def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured:
     n = len(xs)
     contributions = dict(zip(compiled.captured_outputs, outs[n:]))
     result = [o.contiguous() for o in outs[:n]]
-    for k in range(len(captured)):
-        c = contributions.get(k)
-        if c is None:  # the combine does not depend on this captured value
-            c = xs[0].new_zeros(_contribution_shape(xs[0], dim))
-        result.append(c.contiguous())
+    for k, c in enumerate(captured):
+        # Summed here to the captured value's shape, so that no output has the size
+        # max(S - 1, 0), whose 0/1 cases would make torch.compile guard on S.
+        part = contributions.get(k)
+        if part is None:  # the combine does not depend on this captured value
+            result.append(xs[0].new_zeros(c.shape))
+        else:
+            result.append(part.sum_to_size(c.shape).contiguous())
     return result
 
 
 @scan_backward_op.register_fake
 def _scan_backward_fake(program, xs, ys, captured, grads, dim, reverse):
-    contribution = _contribution_shape(xs[0], dim)
-    return [x.new_empty(x.shape) for x in xs] + [xs[0].new_empty(contribution) for _ in captured]
+    return [x.new_empty(x.shape) for x in xs] + [xs[0].new_empty(c.shape) for c in captured]
 
 
 def _setup_context(ctx, inputs, output):
@@ -93,7 +97,7 @@ def _backward(ctx, grads):
     xs, ys, captured = list(saved[:n]), list(saved[n:2 * n]), list(saved[2 * n:])
     grads = [torch.zeros_like(y) if g is None else g for g, y in zip(grads, ys)]
     outs = scan_backward_op(program, xs, ys, captured, grads, dim, reverse)
-    dcs = [contribution.sum_to_size(c.shape).to(c.dtype) if c.is_floating_point() else None
+    dcs = [contribution.to(c.dtype) if c.is_floating_point() else None
            for contribution, c in zip(outs[n:], captured)]
     return None, list(outs[:n]), dcs, None, None
 
