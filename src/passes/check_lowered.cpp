@@ -24,10 +24,16 @@ std::string where(const Node& n) {
 void check_lowered(const Program& program, bool allow_native_cumsum, const Program* original) {
     std::unordered_set<const Node*> users_own;
     std::set<std::string> users_places;
+    auto add_place = [&](const Node* n) {
+        if (n->loc.valid()) users_places.insert(cat(op_info(n->op).name, "@", n->loc.str()));
+    };
     if (original)
         for (const Node* n : topo_order(original->results)) {
             users_own.insert(n);
-            if (n->loc.valid()) users_places.insert(cat(op_info(n->op).name, "@", n->loc.str()));
+            add_place(n);
+            // Lowering inlines a scan's combine with its statements' places (lower_scans.cpp).
+            if (n->op == Op::Scan)
+                for (const Node* c : topo_order(n->as<ScanAttr>().combine->results)) add_place(c);
         }
     auto is_users = [&](const Node* n) {
         return users_own.count(n) ||
@@ -51,7 +57,8 @@ void check_lowered(const Program& program, bool allow_native_cumsum, const Progr
             case Op::Interleave:
                 for (auto& in : n->inputs) {
                     const Node* source = in.get();
-                    while (source->op == Op::Slice) source = source->inputs[0].get();
+                    // A slice or a cast (lowering widens f16 leaves) of a value is that value.
+                    while (source->op == Op::Slice || source->op == Op::Cast) source = source->inputs[0].get();
                     if ((constant.count(source) || source->type().weak) && !is_users(source))
                         user_error(n->loc, cat("the lowered program `", program.name,
                                                "` pads with a constant", where(*source), " in a ",

@@ -2,6 +2,7 @@
 // elementwise ops (DESIGN §6). See passes.h for the algorithms and their guarantees.
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <unordered_map>
 
 #include "scanc/ir/builder.h"
@@ -115,7 +116,9 @@ std::vector<NodeRef> ScanLowering::apply(const std::vector<NodeRef>& left,
                                          std::int64_t elements) {
     const Combine& c = *attr_.combine;
     ++instances_;
-    applications_ += elements;
+    // Saturating: a bound near 2^63 makes the count meaningless, not negative.
+    if (__builtin_add_overflow(applications_, elements, &applications_))
+        applications_ = std::numeric_limits<std::int64_t>::max();
     std::unordered_map<const Node*, NodeRef> value;
     for (const Node* n : topo_order(c.results)) {
         NodeRef out;
@@ -125,14 +128,19 @@ std::vector<NodeRef> ScanLowering::apply(const std::vector<NodeRef>& left,
                                : p.role == ParamRole::Right ? right
                                                             : captured_;
             out = from.at(p.index);
-        } else if (n->op == Op::Literal) {
-            out = make_literal(n->as<LiteralAttr>(), true, scan_.loc);
         } else {
-            std::vector<NodeRef> args;
-            for (auto& in : n->inputs) args.push_back(value.at(in.get()));
-            std::optional<DType> to;
-            if (n->op == Op::Cast) to = n->as<CastAttr>().to;
-            out = make_elementwise(n->op, std::move(args), scan_.loc, to);
+            // The combine's own statements keep their place, so that check_lowered knows
+            // them for the user's (a `b * 0` there is no pad).
+            const SourceLoc& loc = n->loc.valid() ? n->loc : scan_.loc;
+            if (n->op == Op::Literal) {
+                out = make_literal(n->as<LiteralAttr>(), true, loc);
+            } else {
+                std::vector<NodeRef> args;
+                for (auto& in : n->inputs) args.push_back(value.at(in.get()));
+                std::optional<DType> to;
+                if (n->op == Op::Cast) to = n->as<CastAttr>().to;
+                out = make_elementwise(n->op, std::move(args), loc, to);
+            }
         }
         value[n] = out;
     }

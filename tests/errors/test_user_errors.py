@@ -199,6 +199,21 @@ def test_an_input_given_twice_is_named(tmp_path):
     assert_user_error(cumsum_run(tmp_path, *args, *args), "`x`", "twice")
 
 
+@pytest.mark.parametrize("option,spec", [("--bound", "T=abc"), ("--size", "T=-1"),
+                                         ("--bound", "T=5,T=6")])
+def test_lower_names_the_size_option_whose_value_is_malformed(option, spec, tmp_path):
+    proc = scanc("lower", EXAMPLES / "cumsum.scan", "--algorithm", "hillis-steele", option, spec,
+                 "--emit", "scan", "-o", tmp_path / "out.scan")
+    assert_user_error(proc, re.escape(f"bad {option}"))
+    assert "--random" not in proc.stderr
+
+
+def test_lower_refuses_a_size_and_a_bound_for_one_symbol(tmp_path):
+    proc = scanc("lower", EXAMPLES / "cumsum.scan", "--algorithm", "hillis-steele", "--size",
+                 "T=5", "--bound", "T=3", "--emit", "scan", "-o", tmp_path / "out.scan")
+    assert_user_error(proc, "--size T=5", "--bound T=3", "not both")
+
+
 def test_a_bad_input_option_shows_the_expected_form(tmp_path):
     assert_user_error(cumsum_run(tmp_path, "--input", "x.npy"), "NAME=PATH")
 

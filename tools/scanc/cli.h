@@ -45,7 +45,9 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options);
 // --random SYM=N,SYM=N (the option may also be repeated, or given without sizes): symbol name
 // -> size.
 // CompileError naming the bad item and the expected form.
-std::map<std::string, std::int64_t> parse_sizes(const std::vector<std::string>& specs);
+// SYM=N[,SYM=N...] of `option` (named in errors).
+std::map<std::string, std::int64_t> parse_sizes(const std::vector<std::string>& specs,
+                                                const std::string& option = "--random");
 
 // The size symbols of the program's parameters, in order of appearance.
 std::vector<SymbolRef> size_symbols(const Program& program);

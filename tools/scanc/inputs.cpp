@@ -113,7 +113,8 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
     return random;
 }
 
-std::map<std::string, std::int64_t> parse_sizes(const std::vector<std::string>& specs) {
+std::map<std::string, std::int64_t> parse_sizes(const std::vector<std::string>& specs,
+                                                const std::string& option) {
     std::map<std::string, std::int64_t> sizes;
     for (auto& spec : specs) {
         if (spec.empty()) continue;  // `--random ""`: no sizes to give
@@ -124,11 +125,11 @@ std::map<std::string, std::int64_t> parse_sizes(const std::vector<std::string>& 
             auto kv = split_assignment(item);
             auto value = kv ? parse_count(kv->second) : std::nullopt;
             if (!value)
-                user_error({}, cat("bad --random `", spec, "`: `", item, "` is not SYM=N (a size ",
-                                   "symbol and a non-negative integer); expected e.g. ",
-                                   "--random B=4,L=4096"));
+                user_error({}, cat("bad ", option, " `", spec, "`: `", item, "` is not SYM=N (a ",
+                                   "size symbol and a non-negative integer); expected e.g. ",
+                                   option, " B=4,L=4096"));
             if (!sizes.emplace(kv->first, *value).second)
-                user_error({}, cat("bad --random `", spec, "`: symbol `", kv->first,
+                user_error({}, cat("bad ", option, " `", spec, "`: symbol `", kv->first,
                                    "` is given twice"));
             if (comma == std::string_view::npos) break;
             rest = rest.substr(comma + 1);

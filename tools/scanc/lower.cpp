@@ -91,8 +91,14 @@ int run_lower(const LowerArgs& args) {
     LowerOptions options;
     options.algorithm = parse_algorithm(args.algorithm);
     options.native_cumsum = args.native_cumsum;
-    for (auto& [name, value] : parse_sizes(args.bounds)) options.bounds.push_back({name, value});
-    for (auto& [name, value] : parse_sizes(args.sizes)) options.sizes.push_back({name, value});
+    const auto bounds = parse_sizes(args.bounds, "--bound");
+    for (auto& [name, value] : parse_sizes(args.sizes, "--size")) {
+        if (bounds.contains(name))
+            user_error({}, cat("--size ", name, "=", value, " and --bound ", name, "=",
+                               bounds.at(name), ": give a symbol a size or a bound, not both"));
+        options.sizes.push_back({name, value});
+    }
+    for (auto& [name, value] : bounds) options.bounds.push_back({name, value});
     LoweringReport report;
     ProgramRef lowered = lower_scans(*program, options, &report);
     check_lowered(*lowered, args.native_cumsum, program.get());

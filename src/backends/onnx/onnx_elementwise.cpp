@@ -20,9 +20,10 @@ DType operand_dtype(const Node& n, std::size_t first) {
     return any_f64 ? DType::F64 : DType::I64;
 }
 
+bool is_signed_or_float(DType t) { return t != DType::U8 && t != DType::Bool; }
+
 const char* direct_op(Op op) {
     switch (op) {
-        case Op::Neg: return "Neg";
         case Op::Not: return "Not";
         case Op::And: return "And";
         case Op::Or: return "Or";
@@ -34,14 +35,10 @@ const char* direct_op(Op op) {
         case Op::Add: return "Add";
         case Op::Sub: return "Sub";
         case Op::Mul: return "Mul";
-        case Op::Div: return "Div";
         case Op::Exp: return "Exp";
         case Op::Log: return "Log";
         case Op::Sqrt: return "Sqrt";
-        case Op::Abs: return "Abs";
         case Op::Tanh: return "Tanh";
-        case Op::Sigmoid: return "Sigmoid";
-        case Op::Softplus: return "Softplus";
         case Op::Sin: return "Sin";
         case Op::Cos: return "Cos";
         case Op::Floor: return "Floor";
@@ -59,17 +56,64 @@ const char* direct_op(Op op) {
                           "cast to u8 or rewrite the combine"));
 }
 
-// Emits `n` over operands already in dtype `t`; returns the result value name.
+// log(1 + x) to full relative precision with ONNX's Log (Goldberg): u = 1 + x rounds, and
+// log(u) * x / (u - 1) corrects for it; x itself where u rounds to 1, log(u) where u is inf.
+std::string log1p(GraphWriter& g, const std::string& x, DType t) {
+    std::string one = g.scalar(t, 1.0, 1, true), zero = g.scalar(t, 0.0, 0, true);
+    std::string u = g.op("Add", {x, one}), d = g.op("Sub", {u, one}), log_u = g.op("Log", {u});
+    std::string ratio = g.op("Div", {g.op("Mul", {log_u, x}), d});
+    std::string r = g.op("Where", {g.op("Equal", {d, zero}), x, ratio});
+    return g.op("Where", {g.op("IsInf", {u}), log_u, r});
+}
+
+// exp(x) - 1 to full relative precision (Kahan): (u - 1) * x / log(u) with u = exp(x); x where
+// u rounds to 1, -1 where u - 1 does, u where it is inf.
+std::string expm1(GraphWriter& g, const std::string& x, DType t) {
+    std::string one = g.scalar(t, 1.0, 1, true), minus_one = g.scalar(t, -1.0, -1, true);
+    std::string u = g.op("Exp", {x}), d = g.op("Sub", {u, one});
+    std::string r = g.op("Div", {g.op("Mul", {d, x}), g.op("Log", {u})});
+    r = g.op("Where", {g.op("Equal", {d, minus_one}), minus_one, r});
+    r = g.op("Where", {g.op("Equal", {u, one}), x, r});
+    return g.op("Where", {g.op("IsInf", {u}), u, r});
+}
+
+// Emits `n` over operands already in dtype `t`; returns the result value name. The exp/log
+// family follows scanc's formulas (src/ir/float_math.h), not ONNX's kernels, which lose
+// relative precision near 0 and overflow early.
 std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string>& in, DType t) {
     auto one = [&] { return g.scalar(t, 1.0, 1, is_float(t)); };
+    // exp(-|x|), the one exponential of the stable sigmoid and softplus
+    auto decay = [&](const std::string& x) { return g.op("Exp", {g.op("Neg", {g.op("Abs", {x})})}); };
     if (const char* name = direct_op(n.op)) return g.op(name, in);
+    auto zero = [&] { return g.scalar(t, 0.0, 0, is_float(t)); };
     switch (n.op) {
         case Op::Ne: return g.op("Not", {g.op("Equal", in)});
+        case Op::Neg: return is_signed_or_float(t) ? g.op("Neg", in) : g.op("Sub", {zero(), in[0]});
+        case Op::Abs: return is_signed_or_float(t) ? g.op("Abs", in) : in[0];
+        case Op::Div:
         case Op::Mod: {
+            if (is_float(t)) return g.op("Div", in);
+            // Integers as scalar_eval defines them where ONNX does not (a division by zero
+            // fails, INT_MIN / -1 traps): x / 0 == 0, x % 0 == x; x / -1 == -x and x % -1 == 0,
+            // which wrap at INT_MIN.
+            std::string by_zero = g.op("Equal", {in[1], zero()});
+            std::string safe = g.op("Where", {by_zero, one(), in[1]}), by_minus_one;
+            if (is_signed_or_float(t)) {
+                by_minus_one = g.op("Equal", {in[1], g.scalar(t, -1.0, -1, false)});
+                safe = g.op("Where", {by_minus_one, one(), safe});
+            }
+            std::string r;
+            if (n.op == Op::Div) {
+                r = g.op("Div", {in[0], safe});
+                if (!by_minus_one.empty()) r = g.op("Where", {by_minus_one, g.op("Sub", {zero(), in[0]}), r});
+                return g.op("Where", {by_zero, zero(), r});
+            }
             // `%` takes the dividend's sign (C), which is ONNX's fmod=1.
-            auto* node = g.add("Mod", in, {g.fresh("mod")});
+            auto* node = g.add("Mod", {in[0], safe}, {g.fresh("mod")});
             GraphWriter::set_int(node, "fmod", 1);
-            return node->output(0);
+            r = node->output(0);
+            if (!by_minus_one.empty()) r = g.op("Where", {by_minus_one, zero(), r});
+            return g.op("Where", {by_zero, in[0], r});
         }
         case Op::BitAnd: return g.op(t == DType::Bool ? "And" : "BitwiseAnd", in);
         case Op::BitOr: return g.op(t == DType::Bool ? "Or" : "BitwiseOr", in);
@@ -77,21 +121,31 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
         case Op::Shl:
         case Op::Shr: {
             if (t != DType::U8) no_onnx_form(n, t);
-            auto* node = g.add("BitShift", in, {g.fresh("shift")});
+            // The count modulo the bit width, as scalar_eval takes it (ONNX gives 0 past it).
+            std::string count = g.op("BitwiseAnd", {in[1], g.scalar(t, 7.0, 7, false)});
+            auto* node = g.add("BitShift", {in[0], count}, {g.fresh("shift")});
             auto* a = node->add_attribute();
             a->set_name("direction");
             a->set_type(onnx::AttributeProto::STRING);
             a->set_s(n.op == Op::Shl ? "LEFT" : "RIGHT");
             return node->output(0);
         }
-        case Op::Log1p: return g.op("Log", {g.op("Add", {in[0], one()})});
-        case Op::Expm1: return g.op("Sub", {g.op("Exp", in), one()});
+        case Op::Log1p: return log1p(g, in[0], t);
+        case Op::Expm1: return expm1(g, in[0], t);
         case Op::Rsqrt: return g.op("Reciprocal", {g.op("Sqrt", in)});
+        case Op::Sigmoid: {
+            // 1 / (1 + e) at x >= 0, e / (1 + e) below, e = exp(-|x|)
+            std::string e = decay(in[0]), denominator = g.op("Add", {one(), e});
+            std::string positive = g.op("GreaterOrEqual", {in[0], g.scalar(t, 0.0, 0, true)});
+            return g.op("Div", {g.op("Where", {positive, one(), e}), denominator});
+        }
+        case Op::Softplus:  // max(x, 0) + log1p(exp(-|x|))
+            return g.op("Add", {g.op("Max", {in[0], g.scalar(t, 0.0, 0, true)}), log1p(g, decay(in[0]), t)});
         case Op::LogAddExp: {
             // max + log1p(exp(-|a - b|)); equal operands (both infinite too) give a + log 2.
             std::string m = g.op("Max", in);
             std::string gap = g.op("Neg", {g.op("Abs", {g.op("Sub", in)})});
-            std::string soft = g.op("Log", {g.op("Add", {g.op("Exp", {gap}), one()})});
+            std::string soft = log1p(g, g.op("Exp", {gap}), t);
             std::string same = g.op("Equal", in);
             std::string twice = g.op("Add", {in[0], g.scalar(t, std::log(2.0), 0, true)});
             return g.op("Where", {same, twice, g.op("Add", {m, soft})});
@@ -100,18 +154,51 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
     }
 }
 
+// A cast as scalar_eval defines it: float -> integer truncates, saturates out of range and
+// takes NaN to 0, where ONNX's Cast leaves those undefined (onnxruntime wraps).
+std::string cast_saturating(GraphWriter& g, const GraphWriter::Value& x, DType to) {
+    if (!is_float(x.dtype) || is_float(to) || to == DType::Bool) return g.cast(x.name, to);
+    const DType f = compute_dtype(x.dtype);
+    const std::string v = f == x.dtype ? x.name : g.cast(x.name, f);
+    const int bits = 8 * static_cast<int>(dtype_size(to));
+    const bool is_unsigned = to == DType::U8;
+    // Past these the value saturates: [low, high) holds every float that truncates into range.
+    const double high = std::ldexp(1.0, is_unsigned ? bits : bits - 1);
+    const double low = is_unsigned ? -1.0 : -high;
+    std::string above = g.op("GreaterOrEqual", {v, g.scalar(f, high, 0, true)});
+    std::string below = g.op("LessOrEqual", {v, g.scalar(f, low, 0, true)});
+    std::string nan = g.op("IsNaN", {v});
+    std::string outside = g.op("Or", {g.op("Or", {above, below}), nan});
+    // The selects in i32 for 8- and 16-bit targets (onnxruntime has no Where for them).
+    const DType work = to == DType::I8 || to == DType::I16 ? DType::I32 : to;
+    std::string inside = g.cast(g.op("Where", {outside, g.scalar(f, 0.0, 0, true), v}), work);
+    const std::int64_t top = is_unsigned ? 255 : (std::int64_t{1} << (bits - 2)) * 2 - 1;
+    const std::int64_t bottom = is_unsigned ? 0 : -top - 1;
+    std::string r = g.op("Where", {above, g.scalar(work, 0.0, top, false), inside});
+    r = g.op("Where", {below, g.scalar(work, 0.0, bottom, false), r});
+    r = g.op("Where", {nan, g.scalar(work, 0.0, 0, false), r});
+    return work == to ? r : g.cast(r, to);
+}
+
 }  // namespace
 
 void emit_elementwise(GraphWriter& g, const Node& n) {
     const Type& out = n.type();
     if (n.op == Op::Cast) {
         const Node* x = n.inputs[0].get();
-        g.bind(&n, {g.cast(g.value(x).name, out.dtype), out.dtype});
+        g.bind(&n, {cast_saturating(g, g.value(x), out.dtype), out.dtype});
         return;
     }
     std::size_t first = n.op == Op::Where ? 1 : 0;
     DType t = operand_dtype(n, first);
     DType compute = compute_dtype(t);
+    // onnxruntime lacks Min, Max and Where kernels for 8- and 16-bit integers and bools, and
+    // ONNX's comparisons take no bools: those compute in i32 (exact for these values).
+    const bool narrow = t == DType::I8 || t == DType::I16 || t == DType::Bool;
+    const bool ordered = n.op == Op::Lt || n.op == Op::Le || n.op == Op::Gt || n.op == Op::Ge;
+    if (narrow && (n.op == Op::Min || n.op == Op::Max || n.op == Op::Where || n.op == Op::Abs ||
+                   (t == DType::Bool && ordered)))
+        compute = DType::I32;
     std::vector<std::string> in;
     if (n.op == Op::Where) in.push_back(g.value_as(n.inputs[0].get(), DType::Bool));
     for (std::size_t i = first; i < n.inputs.size(); ++i) {
@@ -131,7 +218,9 @@ void emit_elementwise(GraphWriter& g, const Node& n) {
     } else {
         r = emit_in(g, n, in, compute);
     }
-    DType produced = out.dtype == DType::Bool ? DType::Bool : compute;
+    const bool bool_result = ordered || n.op == Op::Eq || n.op == Op::Ne || n.op == Op::And ||
+                             n.op == Op::Or || n.op == Op::Not || compute == DType::Bool;
+    DType produced = bool_result ? DType::Bool : compute;
     if (produced != out.dtype) r = g.cast(r, out.dtype);
     g.bind(&n, {r, out.dtype});
 }

@@ -31,7 +31,12 @@ int onnx_elem_type(DType t) {
     return TP::UNDEFINED;
 }
 
-std::string GraphWriter::fresh(const std::string& hint) { return cat(hint, "_", counter_++); }
+std::string GraphWriter::fresh(const std::string& hint) {
+    std::string name;
+    do name = cat(hint, "_", counter_++);
+    while (reserved_.contains(name));
+    return name;
+}
 
 onnx::NodeProto* GraphWriter::add(const std::string& op_type, std::vector<std::string> inputs,
                                   std::vector<std::string> outputs) {
@@ -160,13 +165,18 @@ std::string interleave(GraphWriter& g, const std::string& even, const std::strin
     std::string b = g.op("Unsqueeze", {ext->output(0), new_axis});
     auto* stacked = g.add("Concat", {a, b}, {g.fresh("pairs")});
     GraphWriter::set_int(stacked, "axis", d + 1);
+    // The merged length spelled out: a Reshape's -1 over zero elements (another dim of size 0)
+    // cannot be resolved.
     std::vector<std::string> parts;
     if (d > 0) parts.push_back(dims(g, even, 0, d));
-    parts.push_back(g.ints({-1}));
+    parts.push_back(g.op("Mul", {dims(g, even, d, d + 1), g.ints({2})}));
     if (d + 1 < rank) parts.push_back(dims(g, even, d + 1, rank));
     auto* target = g.add("Concat", parts, {g.fresh("shape")});
     GraphWriter::set_int(target, "axis", 0);
-    std::string merged = g.op("Reshape", {stacked->output(0), target->output(0)});
+    // allowzero: a 0 in the target is a size, not "copy the input's dim".
+    auto* reshape = g.add("Reshape", {stacked->output(0), target->output(0)}, {g.fresh("merged")});
+    GraphWriter::set_int(reshape, "allowzero", 1);
+    std::string merged = reshape->output(0);
     std::string total = g.op("Add", {dims(g, even, d, d + 1), odd_len});
     return g.op("Slice", {merged, g.ints({0}), total, axes});
 }
@@ -261,13 +271,20 @@ std::string export_onnx(const Program& lowered, const OnnxOptions& options) {
         g.bind(p.get(), {name, p->type().dtype});
         taken.insert(name);
     }
-    for (const Node* n : topo_order(lowered.results)) emit_node(g, *n);
+    // Outputs keep the results' names where they can; the writer's own names avoid them all.
+    std::vector<std::string> outputs;
     for (std::size_t i = 0; i < lowered.results.size(); ++i) {
-        const Node* r = lowered.results[i].get();
-        std::string name = r->name;
+        std::string name = lowered.results[i]->name;
         if (!valid_name(name) || taken.count(name)) name = cat("output", i);
         while (taken.count(name)) name += "_";
         taken.insert(name);
+        outputs.push_back(name);
+    }
+    for (const auto& name : taken) g.reserve(name);
+    for (const Node* n : topo_order(lowered.results)) emit_node(g, *n);
+    for (std::size_t i = 0; i < lowered.results.size(); ++i) {
+        const Node* r = lowered.results[i].get();
+        const std::string& name = outputs[i];
         const Type& t = r->type();
         g.add("Identity", {g.value_as(r, t.dtype)}, {name});
         set_shape(graph->add_output(), t);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,7 +21,9 @@ class GraphWriter {
 public:
     explicit GraphWriter(onnx::GraphProto* graph) : graph_(graph) {}
 
+    // A name of the form hint_N that no reserved (user's) name takes.
     std::string fresh(const std::string& hint);
+    void reserve(const std::string& name) { reserved_.insert(name); }
     onnx::NodeProto* add(const std::string& op_type, std::vector<std::string> inputs,
                          std::vector<std::string> outputs);
     // One output named fresh(hint); returns its name.
@@ -49,6 +52,7 @@ private:
     int counter_ = 0;
     std::unordered_map<const Node*, Value> values_;
     std::map<std::string, std::string> constants_;  // key -> initializer name
+    std::set<std::string> reserved_;
 };
 
 // Emits one elementwise IR node (its inputs already emitted). CompileError for ops with no ONNX

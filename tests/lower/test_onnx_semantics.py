@@ -1,0 +1,159 @@
+"""Exported ONNX models compute what the reference computes, where ONNX's own ops differ from
+scanc's semantics (docs/semantics.md) or have no kernel in onnxruntime: empty dims, integer
+division by zero and INT_MIN / -1, shift counts, saturating casts, the exp/log family near 0 and
+at large arguments, 8/16-bit and bool operands, names that collide with the exporter's own.
+Each program runs on the reference (`scanc run`) and, exported by `scanc lower --emit onnx`,
+through onnx.checker and onnxruntime; results must match bit for bit (integers) or to a few
+ulps (floats)."""
+import numpy as np
+import pytest
+
+from test_onnx import onnx, ort, scanc
+
+
+def one_scan(dtype, combine, prologue="x", params="x: {dt}[T]"):
+    return (f"combine c(a | b) {{\n  return {combine}\n}}\n"
+            f"program p({params.format(dt=dtype)}) {{\n  l = {prologue}\n"
+            f"  y = scan c(l) dim=0\n  return y\n}}\n")
+
+
+def reference_and_onnx(tmp_path, text, inputs, *lower_args):
+    """The reference's result and the exported model's, on the same inputs."""
+    path = tmp_path / "p.scan"
+    path.write_text(text)
+    args = []
+    for name, value in inputs.items():
+        np.save(tmp_path / f"{name}.npy", value)
+        args += ["--input", f"{name}={tmp_path / f'{name}.npy'}"]
+    run = scanc("run", path, "--backend", "reference", *args, "--output", tmp_path / "ref.npy")
+    assert run.returncode == 0, run.stderr
+    model = tmp_path / "p.onnx"
+    lower = scanc("lower", path, *lower_args, "--emit", "onnx", "-o", model)
+    assert lower.returncode == 0, lower.stderr
+    onnx.checker.check_model(onnx.load(str(model)), full_check=True)
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    return np.load(tmp_path / "ref.npy"), session.run(None, inputs)[0]
+
+
+HS = ("--algorithm", "hillis-steele")
+
+
+@pytest.mark.parametrize("shape", [(8, 0), (3, 1, 0), (65, 2, 0)])
+def test_work_efficient_models_keep_their_shape_when_another_dim_is_empty(tmp_path, shape):
+    dims = ", ".join(["T"] + [f"D{i}" for i in range(1, len(shape))])
+    text = one_scan("f32", "a + b", params=f"x: f32[{dims}]")
+    ref, got = reference_and_onnx(tmp_path, text, {"x": np.zeros(shape, np.float32)},
+                                  "--algorithm", "work-efficient", "--size", f"T={shape[0]}")
+    assert got.shape == ref.shape == shape
+
+
+BOOLS = np.array([True, False, True, False, False])
+SHORTS = np.array([3, -2, 5, 1, 0], np.int16)
+
+
+@pytest.mark.parametrize("dtype,combine,prologue,x", [
+    ("u8", "a + b", "-x", np.array([1, 2, 3, 0, 250], np.uint8)),
+    ("bool", "max(a, b)", "x", BOOLS),
+    ("bool", "min(a, b)", "x", BOOLS),
+    ("bool", "(a > b) or a", "x", BOOLS),
+    ("bool", "a or b", "abs(x)", BOOLS),
+    ("i16", "max(a, b)", "x", SHORTS),
+    ("i16", "min(a, b)", "x", SHORTS),
+    ("i16", "a + b", "where(x > 0, x, 1)", SHORTS),
+    ("bool", "where(b, b, a)", "x", BOOLS),
+    ("i8", "max(a, b)", "x", SHORTS.astype(np.int8)),
+], ids=["u8 neg", "bool max", "bool min", "bool greater", "bool abs", "i16 max", "i16 min",
+        "i16 where", "bool where", "i8 max"])
+def test_ops_on_narrow_integers_and_bools_export_as_valid_models(tmp_path, dtype, combine,
+                                                                  prologue, x):
+    ref, got = reference_and_onnx(tmp_path, one_scan(dtype, combine, prologue), {"x": x},
+                                  *HS, "--size", f"T={len(x)}")
+    assert got.dtype == ref.dtype and np.array_equal(got, ref)
+
+
+INT32_MIN = np.iinfo(np.int32).min
+
+
+@pytest.mark.parametrize("prologue,x,y", [
+    ("x / y", [7, -7, 5, 0], [0, 2, 0, 3]),
+    ("x % y", [7, -7, 5, 0], [0, 2, 0, 3]),
+    ("x / y", [INT32_MIN, 9, INT32_MIN], [-1, -1, 1]),
+    ("x % y", [INT32_MIN, 9, -8], [-1, -1, 3]),
+], ids=["divide by zero", "remainder by zero", "INT_MIN / -1", "INT_MIN % -1"])
+def test_integer_division_keeps_the_reference_s_rules(tmp_path, prologue, x, y):
+    inputs = {"x": np.array(x, np.int32), "y": np.array(y, np.int32)}
+    text = one_scan("i32", "a + b", prologue, params="x: {dt}[T], y: {dt}[T]")
+    ref, got = reference_and_onnx(tmp_path, text, inputs, *HS, "--size", f"T={len(x)}")
+    assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("op", ["<<", ">>"])
+def test_shift_counts_are_taken_modulo_the_bit_width(tmp_path, op):
+    inputs = {"x": np.array([1, 128, 3, 5], np.uint8), "y": np.array([1, 9, 8, 200], np.uint8)}
+    text = one_scan("u8", "a | b", f"x {op} y", params="x: {dt}[T], y: {dt}[T]")
+    ref, got = reference_and_onnx(tmp_path, text, inputs, *HS, "--size", "T=4")
+    assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("to,source", [("i32", np.float32), ("u8", np.float32),
+                                       ("i64", np.float64), ("i16", np.float64)])
+def test_float_to_integer_casts_saturate_and_take_nan_to_zero(tmp_path, to, source):
+    x = np.array([1e30, -1e30, np.nan, 3.7, -3.7, np.inf, -np.inf, 2.0**63, 255.9], source)
+    source_name = "f32" if source is np.float32 else "f64"
+    text = one_scan(to, "max(a, b)", f"{to}(x)", params=f"x: {source_name}[T]")
+    ref, got = reference_and_onnx(tmp_path, text, {"x": x}, *HS, "--size", f"T={len(x)}")
+    assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("fn,values", [
+    ("expm1", [1e-8, 3e-8, -2e-8, 1e-3, 30.0, -40.0]),
+    ("log1p", [1e-8, 3e-8, -2e-8, 1e-3, 1e30, -1.0]),
+    ("softplus", [-20.0, -800.0, 1e-8, 50.0, 800.0, 1e30]),
+    ("sigmoid", [-20.0, -90.0, 0.0, 1e-8, 20.0, 1e30]),
+])
+def test_the_exp_and_log_family_keeps_its_precision_at_both_ends(tmp_path, dtype, fn, values):
+    x = np.array(values, np.float32 if dtype == "f32" else np.float64)
+    ref, got = reference_and_onnx(tmp_path, one_scan(dtype, "a + b", f"{fn}(x)"), {"x": x},
+                                  *HS, "--size", f"T={len(x)}")
+    np.testing.assert_allclose(got, ref, rtol=8 * np.finfo(x.dtype).eps, atol=0)
+
+
+def test_logcumsumexp_keeps_tiny_increments(tmp_path):
+    x = np.array([0.0, -20.0, -30.0, -40.0], np.float32)
+    ref, got = reference_and_onnx(tmp_path, one_scan("f32", "logaddexp(a, b)"), {"x": x},
+                                  *HS, "--size", "T=4")
+    assert ref[1] > 0  # 1 + e^-20 is 1 in f32: a log1p-free formula gives 0
+    np.testing.assert_allclose(got, ref, rtol=8 * np.finfo(np.float32).eps, atol=0)
+
+
+@pytest.mark.parametrize("param,result", [("const_1", "y"), ("x", "t_5"), ("merged_3", "const_0")])
+def test_user_names_never_collide_with_the_exporter_s_own(tmp_path, param, result):
+    text = (f"combine c(a | b) {{\n  return a + b\n}}\n"
+            f"program p({param}: f32[T]) {{\n  {result} = scan c({param}) dim=0\n"
+            f"  return {result}\n}}\n")
+    x = np.arange(8, dtype=np.float32)
+    ref, got = reference_and_onnx(tmp_path, text, {param: x}, "--algorithm", "work-efficient",
+                                  "--size", "T=8")
+    assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("example,combine", [
+    ("welford.scan", None), ("matmul2x2.scan", None),
+    (None, "combine k(a1, b1 | a2, b2) {\n  return a1 + a2, b1 * 0\n}\n"),
+])
+def test_programs_that_pad_nothing_lower_with_f16_leaves_or_a_combine_that_zeroes(
+        tmp_path, example, combine):
+    from test_onnx import EXAMPLES
+    if example:
+        text = (EXAMPLES / example).read_text().replace("f32[", "f16[")
+    else:
+        text = combine + "program p(x: f32[T], y: f32[T]) {\n  (s, z) = scan k(x, y) dim=0\n" \
+                         "  return s, z\n}\n"
+    path = tmp_path / "p.scan"
+    path.write_text(text)
+    for algorithm in ("hillis-steele", "work-efficient"):
+        lower = scanc("lower", path, "--algorithm", algorithm, "--size", "T=9", "--emit", "onnx",
+                      "-o", tmp_path / "p.onnx")
+        assert lower.returncode == 0, lower.stderr
+        onnx.checker.check_model(onnx.load(str(tmp_path / "p.onnx")), full_check=True)
