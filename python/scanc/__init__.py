@@ -82,6 +82,9 @@ def lower(source: str | os.PathLike[str] | Module, program: str | None = None,
     return module.lower(program, **options)
 
 
+_FRAMEWORKS = ("numpy", "torch", "jax", "cupy", "dlpack")  # where run_tensors' outputs go
+
+
 def _framework(x: Any) -> str | None:
     """The framework a tensor belongs to, by its type's top-level package; None for Python
     numbers and lists, which become NumPy arrays of the parameter's dtype."""
@@ -166,6 +169,9 @@ class Module:
         tensor or capsule per parameter (scanc.torch): no Python numbers, no program-name
         inference, no framework sniffing. Outputs go to `framework` ("torch", "numpy", ...;
         "dlpack" hands back bare DLPack capsules); `outputs` as run()'s `out`."""
+        if framework not in _FRAMEWORKS:
+            raise ValueError(f"run_tensors: framework must be one of {', '.join(_FRAMEWORKS)}, "
+                             f"got {framework!r}")
         return self._core.run(program, inputs, backend, framework, num_threads, False, stream,
                               outputs)
 

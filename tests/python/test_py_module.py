@@ -149,6 +149,12 @@ def test_an_unknown_backend_is_a_value_error_listing_the_available_ones():
         mod.run("cumsum", np.ones(3), backend="tpu")
 
 
+def test_run_tensors_refuses_an_unknown_output_framework():
+    with pytest.raises(ValueError, match="'nope'"):
+        scanc.loads(TEXT).run_tensors("cumsum", [np.ones(3)], backend="reference",
+                                      framework="nope")
+
+
 def test_an_unknown_program_is_a_value_error():
     with pytest.raises(ValueError, match="nope"):
         scanc.loads(TEXT).run("nope", np.ones(3))

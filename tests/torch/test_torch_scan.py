@@ -220,6 +220,11 @@ def test_a_combine_returning_the_wrong_number_of_leaves_is_a_value_error():
         st.associative_scan(lambda l, r: l[0] * r[0], (randn(2, 8), randn(2, 8)), 1)
 
 
+def test_a_sparse_leaf_is_a_value_error_naming_its_layout():
+    with pytest.raises(ValueError, match="sparse_coo"):
+        st.associative_scan(loops.add, randn(2, 8).to_sparse(), 1)
+
+
 def test_a_dim_out_of_range_is_a_value_error():
     with pytest.raises(ValueError, match="out of range"):
         st.associative_scan(loops.add, randn(2, 8), 2)

@@ -201,6 +201,10 @@ def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
         raise ValueError("associative_scan: xs has no leaves; expected at least one tensor")
     if not all(isinstance(x, Tensor) for x in leaves):
         raise ValueError("associative_scan: every leaf of xs must be a tensor")
+    for i, x in enumerate(leaves):
+        if x.layout != torch.strided:
+            raise ValueError(f"associative_scan: leaf {i} of xs is a {x.layout} tensor; scanc "
+                             f"scans dense (strided) tensors: call .to_dense() first")
     first = leaves[0]
     for i, x in enumerate(leaves):
         if x.shape != first.shape:
