@@ -91,3 +91,25 @@ def test_gradients_under_dynamic_compile_equal_eager():
         got = torch.autograd.grad(compiled(x, tau), (x, tau))
         for g, e in zip(got, expected):
             torch.testing.assert_close(g, e)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("length", [1, 2, 33])
+def test_integer_leaves_carry_no_gradient_and_the_float_leaves_get_torch_s(reverse, length):
+    # A running max with the index of its (last) maximum: torch.cummax as a scan of two leaves.
+    def running_max_with_index(a, b):
+        later = b[0] >= a[0] if not reverse else b[0] > a[0]
+        return torch.where(later, b[0], a[0]), torch.where(later, b[1], a[1])
+
+    x = leaf(3, length, seed=length).detach().round(decimals=1).requires_grad_()
+    index = torch.arange(length).expand(3, length).contiguous()
+    values, indices = st.associative_scan(running_max_with_index, (x, index), 1, reverse=reverse)
+    want_values, want_indices = loops.loop_scan(running_max_with_index, (x, index), 1, reverse)
+    assert torch.equal(indices, want_indices)
+    weights = leaf(3, length, seed=100 + length)
+    got = torch.autograd.grad((values * weights).sum(), x)[0]
+    want = torch.autograd.grad((want_values * weights).sum(), x)[0]
+    torch.testing.assert_close(got, want)
+    if not reverse:
+        torch.testing.assert_close(got, torch.autograd.grad(
+            (torch.cummax(x, 1).values * weights).sum(), x)[0])

@@ -60,21 +60,25 @@ def _contribution_shape(x: Tensor, dim: int) -> list:
 def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured: list[Tensor],
                      grads: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
     compiled = programs.backward(program, xs, captured, dim, reverse)
+    # The program computes dx of the floating-point leaves only (programs._backward_text).
+    floats = [x for x in xs if x.is_floating_point()]
     outputs = None
     if xs[0].is_cuda:  # as in _scan: dxs, then the contributions it computes
-        outputs = [x.new_empty(x.shape) for x in xs]
+        outputs = [x.new_empty(x.shape) for x in floats]
         contribution = _contribution_shape(xs[0], dim)
-        outputs += [xs[0].new_empty(contribution) for _ in compiled.captured_outputs]
+        outputs += [floats[0].new_empty(contribution) for _ in compiled.captured_outputs]
     outs = programs.run(compiled, list(xs) + list(ys) + list(captured) + list(grads), outputs)
-    n = len(xs)
-    contributions = dict(zip(compiled.captured_outputs, outs[n:]))
-    result = [o.contiguous() for o in outs[:n]]
+    m = len(floats)
+    contributions = dict(zip(compiled.captured_outputs, outs[m:]))
+    dxs = iter(outs[:m])
+    result = [next(dxs).contiguous() if x.is_floating_point() else torch.zeros_like(x)
+              for x in xs]
     for k, c in enumerate(captured):
         # Summed here to the captured value's shape, so that no output has the size
         # max(S - 1, 0), whose 0/1 cases would make torch.compile guard on S.
         part = contributions.get(k)
         if part is None:  # the combine does not depend on this captured value
-            result.append(xs[0].new_zeros(c.shape))
+            result.append(floats[0].new_zeros(c.shape))
         else:
             result.append(part.sum_to_size(c.shape).contiguous())
     return result
@@ -82,7 +86,8 @@ def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured:
 
 @scan_backward_op.register_fake
 def _scan_backward_fake(program, xs, ys, captured, grads, dim, reverse):
-    return [x.new_empty(x.shape) for x in xs] + [xs[0].new_empty(c.shape) for c in captured]
+    floats = [x for x in xs if x.is_floating_point()] or xs
+    return [x.new_empty(x.shape) for x in xs] + [floats[0].new_empty(c.shape) for c in captured]
 
 
 def _setup_context(ctx, inputs, output):
@@ -99,7 +104,8 @@ def _backward(ctx, grads):
     outs = scan_backward_op(program, xs, ys, captured, grads, dim, reverse)
     dcs = [contribution.to(c.dtype) if c.is_floating_point() else None
            for contribution, c in zip(outs[n:], captured)]
-    return None, list(outs[:n]), dcs, None, None
+    dxs = [dx if x.is_floating_point() else None for dx, x in zip(outs[:n], xs)]
+    return None, dxs, dcs, None, None
 
 
 scan_op.register_autograd(_backward, setup_context=_setup_context)

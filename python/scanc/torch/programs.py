@@ -147,9 +147,11 @@ def _load(program: str, what: str) -> scanc.Module:
 
 def backward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
     def build() -> CompiledScan:
-        if len({x.dtype for x in xs}) != 1 or not xs[0].is_floating_point():
-            raise ValueError("associative_scan: autograd needs floating-point leaves of one "
-                             f"dtype, got {[x.dtype for x in xs]}")
+        floats = {x.dtype for x in xs if x.is_floating_point()}
+        if len(floats) != 1:
+            raise ValueError("associative_scan: autograd needs floating-point leaves, all of "
+                             f"one dtype (integer and bool leaves get no gradient), got "
+                             f"{[x.dtype for x in xs]}")
         program, cap_out = _backward_text(ir.parse_combine(text), xs, captured, dim, reverse)
         return CompiledScan(_load(program, "associative_scan backward"), "backward", cap_out)
 
@@ -164,23 +166,29 @@ def _closed_pattern(nonzero: list[list[bool]]) -> bool:
 
 
 def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
+    """The backward program over the differentiable (floating-point) leaves `fl`: the others
+    (integers, bools: indices, flags) get no gradient and carry none, but the Jacobians are
+    evaluated at their values. Returns the program and the captured indices it contributes to;
+    it returns one dx per floating-point leaf, in order, then those contributions."""
     n, rank, d = comb.num_leaves, xs[0].ndim, dim
-    dt = dtype_name(xs[0])
+    fl = [j for j, x in enumerate(xs) if x.is_floating_point()]
+    m = len(fl)
+    dt = dtype_name(xs[fl[0]])
     size = f"D{d}"
     left = [ir.var("l", j) for j in range(n)]
     right = [ir.var("r", j) for j in range(n)]
     caps = [ir.var("c", k) for k in range(len(captured))]
     memo_l = [dict() for _ in range(n)]
     memo_r = [dict() for _ in range(n)]
-    # L[i][j] = d f_i / d l_j; A = L^T.
-    L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in range(n)] for i in range(n)]
-    R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in range(n)] for i in range(n)]
-    C = [[derivative(comb.outputs[i], c) for c in caps] for i in range(n)]
-    A = [[L[j][i] for j in range(n)] for i in range(n)]
-    nonzero = [[A[i][j] is not ir.ZERO for j in range(n)] for i in range(n)]
+    # Over positions p, q of fl: L[p][q] = d f_fl[p] / d l_fl[q]; A = L^T.
+    L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in fl] for i in fl]
+    R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in fl] for i in fl]
+    C = [[derivative(comb.outputs[i], c) for c in caps] for i in fl]
+    A = [[L[q][p] for q in range(m)] for p in range(m)]
+    nonzero = [[A[p][q] is not ir.ZERO for q in range(m)] for p in range(m)]
     if not _closed_pattern(nonzero):
-        nonzero = [[True] * n for _ in range(n)]
-    entries = [(i, j) for i in range(n) for j in range(n) if nonzero[i][j]]
+        nonzero = [[True] * m for _ in range(m)]
+    entries = [(p, q) for p in range(m) for q in range(m) if nonzero[p][q]]
 
     lines: list[str] = []
     params = [_param(f"{p}{i}", x, rank, True) for p in ("x", "y") for i, x in enumerate(xs)]
@@ -199,13 +207,13 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
                    else f"concat({d}, {sl(f'x{j}', 0, 1)}, {sl(f'x{j}', 0, -1)})")
         lines.append(f"  xs{j} = {shifted}")
     env_a = {"l": "y", "r": "xs", "c": "c"}
-    a_text = ir.print_statements([A[i][j] for i, j in entries],
+    a_text = ir.print_statements([A[p][q] for p, q in entries],
                                  lambda v: f"{env_a[v.value[0]]}{v.value[1]}", "ea", lines)
-    for (i, j), expr, node in zip(entries, a_text, [A[i][j] for i, j in entries]):
-        lines.append(f"  a{i}_{j} = " + (f"{dt}({expr})" if ir.depends_on(node, ("l", "r"))
-                                         else full(expr, "x0")))
-    scan_leaves = [f"a{i}_{j}" for i, j in entries] + [f"g{i}" for i in range(n)]
-    scan_outs = ["_"] * len(entries) + [f"h{i}" for i in range(n)]
+    for (p, q), expr, node in zip(entries, a_text, [A[p][q] for p, q in entries]):
+        lines.append(f"  a{p}_{q} = " + (f"{dt}({expr})" if ir.depends_on(node, ("l", "r"))
+                                         else full(expr, f"x{fl[0]}")))
+    scan_leaves = [f"a{p}_{q}" for p, q in entries] + [f"g{j}" for j in fl]
+    scan_outs = ["_"] * len(entries) + [f"h{j}" for j in fl]
     direction = "" if reverse else " reverse"
     lines.append(f"  ({', '.join(scan_outs)}) = scan affine_backward({', '.join(scan_leaves)}) "
                  f"dim={d}{direction}")
@@ -214,10 +222,11 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
     for j in range(n):
         lines.append(f"  yp{j} = {sl(f'y{j}', *prev)}")
         lines.append(f"  xc{j} = {sl(f'x{j}', *cur)}")
+    for j in fl:
         lines.append(f"  hc{j} = {sl(f'h{j}', *cur)}")
     env_p = {"l": "yp", "r": "xc", "c": "c"}
-    terms_dx = [[(R[i][j], i) for i in range(n) if R[i][j] is not ir.ZERO] for j in range(n)]
-    terms_dc = [[(C[i][k], i) for i in range(n) if C[i][k] is not ir.ZERO]
+    terms_dx = [[(R[p][q], fl[p]) for p in range(m) if R[p][q] is not ir.ZERO] for q in range(m)]
+    terms_dc = [[(C[p][k], fl[p]) for p in range(m) if C[p][k] is not ir.ZERO]
                 for k in range(len(captured))]
     flat = [t for group in terms_dx + terms_dc for t, _ in group]
     texts = iter(ir.print_statements(flat, lambda v: f"{env_p[v.value[0]]}{v.value[1]}", "ep",
@@ -227,8 +236,8 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
         return " + ".join(f"{next(texts)} * hc{i}" for _, i in group)
 
     results = []
-    for j in range(n):
-        tail = weighted_sum(terms_dx[j]) if terms_dx[j] else full("0", "hc0")
+    for q, j in enumerate(fl):
+        tail = weighted_sum(terms_dx[q]) if terms_dx[q] else full("0", f"hc{fl[0]}")
         first = sl(f"h{j}", 0, 1) if not reverse else sl(f"h{j}", -1, size)
         parts = (first, f"dt{j}") if not reverse else (f"dt{j}", first)
         lines.append(f"  dt{j} = {tail}")
@@ -240,7 +249,7 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
             lines.append(f"  dc{k} = {weighted_sum(group)}")
             results.append(f"dc{k}")
             cap_out.append(k)
-    program = (_affine_combine(n, entries) +
+    program = (_affine_combine(m, entries) +
                f"program backward({', '.join(params)}) {{\n" + "\n".join(lines) +
                f"\n  return {', '.join(results)}\n}}\n")
     return program, cap_out
