@@ -113,3 +113,11 @@ def test_integer_leaves_carry_no_gradient_and_the_float_leaves_get_torch_s(rever
     if not reverse:
         torch.testing.assert_close(got, torch.autograd.grad(
             (torch.cummax(x, 1).values * weights).sum(), x)[0])
+
+
+def test_a_gradient_of_a_gradient_is_refused_by_name():
+    x = leaf(2, 9, seed=3)
+    (first,) = torch.autograd.grad(st.associative_scan(loops.mul, x, 1).sum(), x,
+                                   create_graph=True)
+    with pytest.raises(NotImplementedError, match="gradients of gradients"):
+        torch.autograd.grad(first.sum(), x)

@@ -111,6 +111,15 @@ def _backward(ctx, grads):
 scan_op.register_autograd(_backward, setup_context=_setup_context)
 
 
+def _no_double_backward(ctx, *grads):
+    raise NotImplementedError("associative_scan: gradients of gradients (a backward through a "
+                              "backward taken with create_graph=True) are not supported")
+
+
+scan_backward_op.register_autograd(_no_double_backward,
+                                   setup_context=lambda ctx, inputs, output: None)
+
+
 class _EagerScan(torch.autograd.Function):
     """scan_op's autograd without the dispatcher: the same forward, context and backward."""
 
