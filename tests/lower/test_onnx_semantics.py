@@ -74,15 +74,19 @@ def test_ops_on_narrow_integers_and_bools_export_as_valid_models(tmp_path, dtype
 INT32_MIN = np.iinfo(np.int32).min
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
 @pytest.mark.parametrize("prologue,x,y", [
     ("x / y", [7, -7, 5, 0], [0, 2, 0, 3]),
     ("x % y", [7, -7, 5, 0], [0, 2, 0, 3]),
     ("x / y", [INT32_MIN, 9, INT32_MIN], [-1, -1, 1]),
     ("x % y", [INT32_MIN, 9, -8], [-1, -1, 3]),
 ], ids=["divide by zero", "remainder by zero", "INT_MIN / -1", "INT_MIN % -1"])
-def test_integer_division_keeps_the_reference_s_rules(tmp_path, prologue, x, y):
-    inputs = {"x": np.array(x, np.int32), "y": np.array(y, np.int32)}
-    text = one_scan("i32", "a + b", prologue, params="x: {dt}[T], y: {dt}[T]")
+def test_integer_division_keeps_the_reference_s_rules(tmp_path, prologue, x, y, dtype):
+    lowest = np.iinfo(dtype).min  # INT32_MIN stands for the dtype's own
+    x = [lowest if v == INT32_MIN else v for v in x]
+    inputs = {"x": np.array(x, dtype), "y": np.array(y, dtype)}
+    name = {np.int8: "i8", np.int16: "i16", np.int32: "i32", np.int64: "i64"}[dtype]
+    text = one_scan(name, "a + b", prologue, params="x: {dt}[T], y: {dt}[T]")
     ref, got = reference_and_onnx(tmp_path, text, inputs, *HS, "--size", f"T={len(x)}")
     assert np.array_equal(got, ref)
 

@@ -52,8 +52,9 @@ const char* direct_op(Op op) {
 
 [[noreturn]] void no_onnx_form(const Node& n, DType t) {
     user_error(n.loc, cat("`", op_info(n.op).spelling, "` on ", dtype_name(t),
-                          " has no ONNX form (ONNX BitShift takes unsigned integers only); ",
-                          "cast to u8 or rewrite the combine"));
+                          " has no ONNX form (ONNX BitShift takes unsigned integers only, and ",
+                          "scanc's one unsigned dtype is u8); multiply or divide by a power of ",
+                          "two instead"));
 }
 
 // log(1 + x) to full relative precision with ONNX's Log (Goldberg): u = 1 + x rounds, and
@@ -196,8 +197,9 @@ void emit_elementwise(GraphWriter& g, const Node& n) {
     // ONNX's comparisons take no bools: those compute in i32 (exact for these values).
     const bool narrow = t == DType::I8 || t == DType::I16 || t == DType::Bool;
     const bool ordered = n.op == Op::Lt || n.op == Op::Le || n.op == Op::Gt || n.op == Op::Ge;
+    // Div and Mod too: their guards against a zero or -1 divisor select with Where.
     if (narrow && (n.op == Op::Min || n.op == Op::Max || n.op == Op::Where || n.op == Op::Abs ||
-                   (t == DType::Bool && ordered)))
+                   n.op == Op::Div || n.op == Op::Mod || (t == DType::Bool && ordered)))
         compute = DType::I32;
     std::vector<std::string> in;
     if (n.op == Op::Where) in.push_back(g.value_as(n.inputs[0].get(), DType::Bool));
