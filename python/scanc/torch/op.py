@@ -138,13 +138,12 @@ class _EagerScan(torch.autograd.Function):
 
 def _plain_eager(tensors: list[Tensor]) -> bool:
     """Whether nothing records this call: no Dynamo or TorchScript tracing, no torch function
-    or dispatch mode (export, make_fx, FakeTensor), no functorch transform, no tensor subclass.
-    Only then may the op's dispatch be skipped, which costs more than a small scan: anything
-    that records a graph must see scanc's op."""
+    or dispatch mode (export, make_fx, FakeTensor), no tensor subclass (functorch transforms
+    were refused before: _refuse_transforms). Only then may the op's dispatch be skipped, which
+    costs more than a small scan: anything that records a graph must see scanc's op."""
     if (torch.compiler.is_compiling() or torch.jit.is_tracing()
             or torch._C._is_torch_function_mode_enabled()
-            or _get_current_dispatch_mode() is not None
-            or torch._C._functorch.get_interpreter_stack()):
+            or _get_current_dispatch_mode() is not None):
         return False
     return all(type(t) is Tensor for t in tensors)
 

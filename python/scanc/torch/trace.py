@@ -445,13 +445,13 @@ def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     if op in ("minimum", "maximum"):
         return _call(rec, "min" if op == "minimum" else "max", [a, b], dtype, dtype)
     if op in ("fmin", "fmax"):
-        # NaN-ignoring: the other operand where one is NaN.
-        m = _call(rec, "min" if op == "fmin" else "max", [a, b], dtype, dtype)
+        # NaN-ignoring: the other operand where one is NaN. Operands cast once, used thrice.
+        x, y = (Tracer(rec, _operand(rec, v, dtype), dtype) for v in (a, b))
+        m = _call(rec, "min" if op == "fmin" else "max", [x, y], dtype, dtype)
         if dtype not in _FLOATS:
             return m
-        x, y = _operand(rec, a, dtype), _operand(rec, b, dtype)
-        m = _where(rec, _emit(rec, f"{y} != {y}", torch.bool), Tracer(rec, x, dtype), m)
-        return _where(rec, _emit(rec, f"{x} != {x}", torch.bool), Tracer(rec, y, dtype), m)
+        m = _where(rec, _emit(rec, f"{y._name} != {y._name}", torch.bool), x, m)
+        return _where(rec, _emit(rec, f"{x._name} != {x._name}", torch.bool), y, m)
     if op == "logaddexp":
         if dtype not in _FLOATS:
             dtype = torch.get_default_dtype()

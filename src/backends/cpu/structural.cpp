@@ -54,7 +54,6 @@ Tensor narrow(const Tensor& t, int dim, std::int64_t start, std::int64_t len, st
 
 void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindings& bindings) {
     const Node& node = *stage.node;
-    std::vector<std::int64_t> sizes = evaluate_shape(node.type().shape, bindings);
     if (stage.kind == Stage::Kind::Slice) {
         const auto& attr = node.as<SliceAttr>();
         const Tensor& x = values[stage.inputs[0]];
@@ -64,7 +63,7 @@ void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindi
         values[stage.outputs[0]] = narrow(x, attr.dim, start, count, attr.step);
         return;
     }
-    Tensor out = Tensor::empty(node.type().dtype, sizes);
+    Tensor out = Tensor::empty(node.type().dtype, evaluate_shape(node.type().shape, bindings));
     if (stage.kind == Stage::Kind::Concat) {
         int dim = node.as<ConcatAttr>().dim;
         std::int64_t at = 0;

@@ -83,10 +83,10 @@ std::string expm1(GraphWriter& g, const std::string& x, DType t) {
 // relative precision near 0 and overflow early.
 std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string>& in, DType t) {
     auto one = [&] { return g.scalar(t, 1.0, 1, is_float(t)); };
-    // exp(-|x|), the one exponential of the stable sigmoid and softplus
+    auto zero = [&] { return g.scalar(t, 0.0, 0, is_float(t)); };
+    // exp(-|x|), the one exponential of the stable sigmoid, softplus and logaddexp
     auto decay = [&](const std::string& x) { return g.op("Exp", {g.op("Neg", {g.op("Abs", {x})})}); };
     if (const char* name = direct_op(n.op)) return g.op(name, in);
-    auto zero = [&] { return g.scalar(t, 0.0, 0, is_float(t)); };
     switch (n.op) {
         case Op::Ne: return g.op("Not", {g.op("Equal", in)});
         case Op::Neg: return is_signed_or_float(t) ? g.op("Neg", in) : g.op("Sub", {zero(), in[0]});
@@ -137,16 +137,15 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
         case Op::Sigmoid: {
             // 1 / (1 + e) at x >= 0, e / (1 + e) below, e = exp(-|x|)
             std::string e = decay(in[0]), denominator = g.op("Add", {one(), e});
-            std::string positive = g.op("GreaterOrEqual", {in[0], g.scalar(t, 0.0, 0, true)});
+            std::string positive = g.op("GreaterOrEqual", {in[0], zero()});
             return g.op("Div", {g.op("Where", {positive, one(), e}), denominator});
         }
         case Op::Softplus:  // max(x, 0) + log1p(exp(-|x|))
-            return g.op("Add", {g.op("Max", {in[0], g.scalar(t, 0.0, 0, true)}), log1p(g, decay(in[0]), t)});
+            return g.op("Add", {g.op("Max", {in[0], zero()}), log1p(g, decay(in[0]), t)});
         case Op::LogAddExp: {
             // max + log1p(exp(-|a - b|)); equal operands (both infinite too) give a + log 2.
             std::string m = g.op("Max", in);
-            std::string gap = g.op("Neg", {g.op("Abs", {g.op("Sub", in)})});
-            std::string soft = log1p(g, g.op("Exp", {gap}), t);
+            std::string soft = log1p(g, decay(g.op("Sub", in)), t);
             std::string same = g.op("Equal", in);
             std::string twice = g.op("Add", {in[0], g.scalar(t, std::log(2.0), 0, true)});
             return g.op("Where", {same, twice, g.op("Add", {m, soft})});
