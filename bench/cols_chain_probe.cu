@@ -15,8 +15,8 @@
 // 2^28 floats; the chained configurations are checked against a host scan in the same order
 // (sums of small integers bitwise, the affine scan within 1e-4 (1 + |h|)).
 // Measured on an H100: the chain warps fold about one aggregate every 0.2 us however many they
-// load at once, so the tiles wait on them (best 53% on (2,4096,1024) against 92-96% for the same
-// tiles alone). Built and run by `CHAIN_PROBE=1 scripts/gpu.sh OUTDIR` (CHAIN_PROBE=diag: where
+// load at once (a round trip to L2 takes about 1.5 us while the tiles keep DRAM busy), so the
+// tiles wait on them (best 53% on (2,4096,1024) against 92-96% for the same tiles alone). Built and run by `CHAIN_PROBE=1 scripts/gpu.sh OUTDIR` (CHAIN_PROBE=diag: where
 // line 0's time goes), or: nvcc -O3 -std=c++20 -arch=sm_90 bench/cols_chain_probe.cu -o probe && ./probe [diag]
 #include <cuda_runtime.h>
 
@@ -38,15 +38,17 @@ struct Chain {
     u64* trace;  // MODE 2 (diagnostics): line 0's chain rounds and tiles, in global time
 };
 __device__ __forceinline__ u64 now() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
-// trace: [0] rounds recorded, [2 + 2 n] round n's time and [3 + 2 n] (c << 8 | k); from
-// kTileTrace, per chunk of line 0: start, A published, P seen, stored.
+// trace: [0] rounds recorded, [4 + 4 n ..] round n's start, (c << 8 | k), when its loads were
+// back and when its prefixes were stored; from kTileTrace, per chunk of line 0: start, A
+// published, P seen, stored.
 constexpr int kTileTrace = 1 << 16;
 
 // The chain warp of 32 columns (quarter q of a line of 32 V): folds A(0 .. chunks - 2) in order,
 // P(c) = P(c - 1) o A(c), and publishes each P(c). A round loads B entries (the words are their
 // own flags: one round trip), folds the leading run that every lane has ready, and moves on;
 // when none is, lane 0 alone polls the next entry's first word, so an idle chain costs little.
-template <int NIN, int B, bool WEAK>
+// CM (chain mode) bits: 1 weak loads (ld.global.cg), 2 weak stores (st.global.cg) of the prefixes.
+template <int NIN, int B, int CM>
 __device__ void chain_columns(const Chain& ch, i64 line, int q, i64 chunks, i64 cols) {
     constexpr int NW = words(NIN);
     typedef St<NIN> S;
@@ -56,11 +58,12 @@ __device__ void chain_columns(const Chain& ch, i64 line, int q, i64 chunks, i64 
     S pre{};
     i64 c = 0;
     for (int idle = 0; c < last;) {
+        const u64 t_start = ch.trace ? now() : 0;
         u64 w[B][NW];
 #pragma unroll
         for (int e = 0; e < B; ++e)
 #pragma unroll
-            for (int j = 0; j < NW; ++j) w[e][j] = c + e < last ? (WEAK ? __ldcg(word(ch.a, c + e) + j) : ld_word(word(ch.a, c + e) + j)) : 0;
+            for (int j = 0; j < NW; ++j) w[e][j] = c + e < last ? (CM & 1 ? __ldcg(word(ch.a, c + e) + j) : ld_word(word(ch.a, c + e) + j)) : 0;
         unsigned m = 0;
 #pragma unroll
         for (int e = 0; e < B; ++e) {
@@ -84,17 +87,27 @@ __device__ void chain_columns(const Chain& ch, i64 line, int q, i64 chunks, i64 
             continue;
         }
         idle = 0;
-        if (ch.trace && line == 0 && q == 0 && lane == 0 && ch.trace[0] < kTileTrace / 2 - 2) {
-            const u64 n = ch.trace[0]++;
-            ch.trace[2 + 2 * n] = now(), ch.trace[3 + 2 * n] = (u64)c << 8 | k;
-        }
+        const u64 t_loaded = ch.trace ? now() : 0;
 #pragma unroll
         for (int e = 0; e < B; ++e)
             if (e < k) {
                 const S s = untag<NIN>(w[e]);
                 pre = c + e == 0 ? s : S::combine(pre, s);
-                publish<NIN>([&](int j) { return word(ch.p, c + e) + j; }, pre, ch.epoch);
+                if constexpr ((CM & 2) != 0) {
+                    if (NIN == 2) __stcg(word(ch.p, c + e), tag(pre.a, ch.epoch));
+                    __stcg(word(ch.p, c + e) + NW - 1, tag(pre.b, ch.epoch));
+                } else {
+                    publish<NIN>([&](int j) { return word(ch.p, c + e) + j; }, pre, ch.epoch);
+                }
             }
+        if (ch.trace && line == 0 && q == 0 && lane == 0) {
+            const u64 n = ch.trace[0];
+            if (n < kTileTrace / 4 - 2) {
+                ch.trace[0] = n + 1;
+                u64* const r = ch.trace + 4 + 4 * n;
+                r[0] = t_start, r[1] = (u64)c << 8 | k, r[2] = t_loaded, r[3] = now();
+            }
+        }
         c += k;
     }
 }
@@ -118,7 +131,7 @@ template <int N> __device__ __forceinline__ bool wait_words(u64 (&w)[N], const u
 // first `chain_blocks` blocks are chain warps (MODE 1), one line each; the rest are tiles,
 // chunk-major (chunk c of every line before chunk c + 1 of any). PF > 0: each tile first
 // prefetches into L2 the inputs of the tile PF ahead.
-template <int NIN, int V, int R, int WARPS, int MINB, int MODE, int PF, int CB>  // CB < 0: a batch of -CB by weak (ld.global.cg) loads
+template <int NIN, int V, int R, int WARPS, int MINB, int MODE, int PF, int CB, int CM = 0>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
     chain_cols(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, i64 O, i64 T,
                i64 C, Chain ch, int chain_blocks) {
@@ -128,7 +141,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     const i64 groups = C / (32 * V), lines = O * groups, chunks = (T + R - 1) / R;
     if (MODE >= 1 && (int)blockIdx.x < chain_blocks) {  // chain warps: V per line, 32 columns each
         const i64 cw = (i64)blockIdx.x * WARPS + warp;
-        if (cw < lines * V && chunks > 1) chain_columns<NIN, (CB > 0 ? CB : -CB), (CB < 0)>(ch, cw / V, (int)(cw % V), chunks, 32 * V);
+        if (cw < lines * V && chunks > 1) chain_columns<NIN, CB, CM>(ch, cw / V, (int)(cw % V), chunks, 32 * V);
         return;
     }
     const i64 tile = (i64)(blockIdx.x - (MODE >= 1 ? chain_blocks : 0)) * WARPS + warp;
@@ -216,7 +229,7 @@ static double run(const float* x, const float* y, float* z, const Case& c, size_
 // Diagnostics (MODE 2, one launch after one untraced): where line 0's time goes. Its chain warp
 // (columns 0-31) notes each round's time and the run it folded, its tiles when they start,
 // publish A, see P(c - 1) and end; printed as medians and as times at fractions of the line.
-template <int NIN, int V, int R, int WARPS, int MINB, int PF, int CB>
+template <int NIN, int V, int R, int WARPS, int MINB, int PF, int CB, int CM>
 static void diagnose(const float* x, const float* y, float* z, const Case& c) {
     const i64 lines = c.O * c.C / (32 * V), chunks = (c.T + R - 1) / R, tiles = lines * chunks;
     const int chain_blocks = (int)((lines * V + WARPS - 1) / WARPS);
@@ -227,7 +240,7 @@ static void diagnose(const float* x, const float* y, float* z, const Case& c) {
         Chain ch = g_chain;
         ch.epoch = ++g_chain.epoch;
         if (pass == 0) ch.trace = nullptr;
-        chain_cols<NIN, V, R, WARPS, MINB, 2, PF, CB><<<blocks, WARPS * 32>>>(x, y, z, c.O, c.T, c.C, ch, chain_blocks);
+        chain_cols<NIN, V, R, WARPS, MINB, 2, PF, CB, CM><<<blocks, WARPS * 32>>>(x, y, z, c.O, c.T, c.C, ch, chain_blocks);
         BENCH_CHECK(cudaDeviceSynchronize());
     }
     BENCH_CHECK(cudaMemcpy(tr.data(), g_chain.trace, tr.size() * 8, cudaMemcpyDeviceToHost));
@@ -236,29 +249,32 @@ static void diagnose(const float* x, const float* y, float* z, const Case& c) {
     const double t0 = (double)tile[0];
     auto us = [&](u64 t) { return ((double)t - t0) * 1e-3; };
     const u64 rounds = tr[0];
-    std::vector<double> gaps, phase[3];
+    auto rec = [&](u64 r) { return tr.data() + 4 + 4 * r; };  // start, c << 8 | k, loads back, stored
+    std::vector<double> gaps, loads, folds, phase[3];
     int hist[4] = {};
     for (u64 r = 0; r < rounds; ++r) {
-        const int k = (int)(tr[3 + 2 * r] & 255);
-        ++hist[k == 1 ? 0 : k < 4 ? 1 : k < (CB > 0 ? CB : -CB) ? 2 : 3];
-        if (r) gaps.push_back((double)(tr[2 + 2 * r] - tr[2 * r]) * 1e-3);
+        const int k = (int)(rec(r)[1] & 255);
+        ++hist[k == 1 ? 0 : k < 4 ? 1 : k < CB ? 2 : 3];
+        loads.push_back((double)(rec(r)[2] - rec(r)[0]) * 1e-3), folds.push_back((double)(rec(r)[3] - rec(r)[2]) * 1e-3);
+        if (r) gaps.push_back((double)(rec(r)[0] - rec(r - 1)[0]) * 1e-3);
     }
     for (i64 k = 1; k + 1 < n; ++k)
         for (int j = 0; j < 3; ++j) phase[j].push_back((double)(tile[4 * k + j + 1] - tile[4 * k + j]) * 1e-3);
     auto median = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v.empty() ? 0.0 : v[v.size() / 2]; };
-    constexpr int B = CB > 0 ? CB : -CB;
-    std::printf("  diagnostics, V=%d R=%d warps=%d minb=%d pf=%d chain batch %d (%s loads): line 0 ends at %.1f us; its chain "
-                "warp took %llu rounds (k = 1: %d, 2-3: %d, 4-%d: %d, %d: %d), median %.2f us apart\n",
-                V, R, WARPS, MINB, PF, B, CB > 0 ? "strong" : "weak", us(tile[4 * (n - 1) + 3]), (unsigned long long)rounds,
-                hist[0], hist[1], B - 1, hist[2], B, hist[3], median(gaps));
+    std::printf("  diagnostics, V=%d R=%d warps=%d minb=%d pf=%d chain batch %d (%s loads, %s stores): line 0 ends at %.1f us; "
+                "its chain warp took %llu rounds (k = 1: %d, 2-3: %d, 4-%d: %d, %d: %d), median %.2f us apart: loads %.2f, "
+                "fold and stores %.2f\n",
+                V, R, WARPS, MINB, PF, CB, CM & 1 ? "weak" : "strong", CM & 2 ? "weak" : "strong", us(tile[4 * (n - 1) + 3]),
+                (unsigned long long)rounds, hist[0], hist[1], CB - 1, hist[2], CB, hist[3], median(gaps), median(loads),
+                median(folds));
     std::printf("    a tile's median load + fold + publish %.2f us, wait for P %.2f us, scan + store %.2f us\n",
                 median(phase[0]), median(phase[1]), median(phase[2]));
     for (double f : {0.1, 0.25, 0.5, 0.75, 0.99}) {
         const i64 k = (i64)(f * (n - 1));
         double folded = 0;  // when the chain folded chunk k
         for (u64 r = 0; r < rounds; ++r) {
-            const u64 c0 = tr[3 + 2 * r] >> 8, kk = tr[3 + 2 * r] & 255;
-            if ((u64)k >= c0 && (u64)k < c0 + kk) folded = us(tr[2 + 2 * r]);
+            const u64 c0 = rec(r)[1] >> 8, kk = rec(r)[1] & 255;
+            if ((u64)k >= c0 && (u64)k < c0 + kk) folded = us(rec(r)[3]);
         }
         std::printf("    chunk %5lld: starts %7.1f us, A %7.1f, folded %7.1f, P(c - 1) seen %7.1f, ends %7.1f\n",
                     (long long)k, us(tile[4 * k]), us(tile[4 * k + 1]), folded, us(tile[4 * k + 2]), us(tile[4 * k + 3]));
@@ -279,14 +295,13 @@ int main(int argc, char** argv) {
         for (const Case* c : {&a, &b}) {
             std::printf("%s\n", c->name);
             const float* in = c->nin == 1 ? ints : x;
-            // Chain batches of 8 to 32, by strong (ld.relaxed.gpu) or weak (-B: ld.global.cg) loads:
-            // does a round cost one round trip whatever its size?
-            if (c->nin == 1) diagnose<1, 4, 8, 8, 2, 0, 8>(in, y, z, *c), diagnose<1, 4, 8, 8, 2, 0, 32>(in, y, z, *c),
-                             diagnose<1, 4, 8, 8, 2, 0, -8>(in, y, z, *c), diagnose<1, 4, 8, 8, 2, 0, -32>(in, y, z, *c),
-                             diagnose<1, 4, 16, 4, 3, 0, -16>(in, y, z, *c);
-            else diagnose<2, 4, 8, 8, 2, 0, 8>(in, y, z, *c), diagnose<2, 4, 8, 8, 2, 0, -8>(in, y, z, *c),
-                 diagnose<2, 4, 16, 8, 1, 0, 32>(in, y, z, *c), diagnose<2, 4, 16, 8, 1, 0, -32>(in, y, z, *c),
-                 diagnose<2, 4, 16, 4, 3, 0, -8>(in, y, z, *c);
+            // Chain batches of 8 and 32, strong or weak loads (CM 1) and stores (CM 2): which
+            // phase of a chain round costs its time?
+            if (c->nin == 1) diagnose<1, 4, 8, 8, 2, 0, 8, 0>(in, y, z, *c), diagnose<1, 4, 8, 8, 2, 0, 8, 2>(in, y, z, *c),
+                             diagnose<1, 4, 8, 8, 2, 0, 32, 0>(in, y, z, *c), diagnose<1, 4, 8, 8, 2, 0, 32, 3>(in, y, z, *c);
+            else diagnose<2, 4, 8, 8, 2, 0, 8, 0>(in, y, z, *c), diagnose<2, 4, 8, 8, 2, 0, 8, 2>(in, y, z, *c),
+                 diagnose<2, 4, 8, 8, 2, 0, 8, 3>(in, y, z, *c), diagnose<2, 4, 16, 8, 1, 0, 32, 0>(in, y, z, *c),
+                 diagnose<2, 4, 16, 8, 1, 0, 32, 3>(in, y, z, *c);
         }
         return 0;
     }
