@@ -8,31 +8,43 @@ namespace scanc::text {
 
 namespace {
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+// The edit distance of a and b where it is at most k, else k + 1. A path that short stays
+// within k diagonals of the main one, so only that band is computed: linear in the names'
+// length, so that a name of a hundred thousand letters is an error at once, not after
+// minutes of suggestions.
+std::size_t edit_distance_within(std::string_view a, std::string_view b, std::size_t k) {
+    if (a.size() > b.size()) std::swap(a, b);
+    const std::size_t m = b.size(), far = k + 1;
+    if (m - a.size() > k) return far;
+    std::vector<std::size_t> prev(m + 2, far), cur(m + 2, far);
+    for (std::size_t j = 0; j <= std::min(m, k); ++j) prev[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-            diagonal = up;
+        const std::size_t lo = i > k ? i - k : 0, hi = std::min(m, i + k);
+        if (lo > 0) cur[lo - 1] = far;
+        cur[hi + 1] = far;
+        std::size_t best = far;
+        for (std::size_t j = lo; j <= hi; ++j) {
+            cur[j] = j == 0 ? i
+                            : std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]), far});
+            best = std::min(best, cur[j]);
         }
+        if (best > k) return far;
+        std::swap(prev, cur);
     }
-    return row[b.size()];
+    return std::min(prev[m], far);
 }
 
 }  // namespace
 
 std::vector<std::string> close_names(std::string_view name,
                                      const std::vector<std::string>& candidates, int most) {
-    // A typo changes about a third of a name at most; in a name of one or two letters any
-    // other short name is one edit away, so only a completion is suggested there.
-    std::size_t limit = name.size() <= 2 ? 0 : std::max<std::size_t>(1, name.size() / 3);
+    // A typo changes about a third of a name at most, and no more than eight letters of a
+    // long one; in a name of one or two letters any other short name is one edit away, so
+    // only a completion is suggested there.
+    std::size_t limit = name.size() <= 2 ? 0 : std::clamp<std::size_t>(name.size() / 3, 1, 8);
     std::vector<std::pair<std::size_t, std::string>> scored;
     for (auto& c : candidates) {
-        std::size_t d = edit_distance(name, c);
+        std::size_t d = edit_distance_within(name, c, limit);
         bool prefix = name.size() >= 2 && c.starts_with(name);
         if ((d <= limit || prefix) && c != name &&
             std::none_of(scored.begin(), scored.end(), [&](auto& s) { return s.second == c; }))

@@ -187,6 +187,26 @@ std::string repeat(const std::string& s, int n) {
     return out;
 }
 
+TEST(ParseErrors, AnUnknownNameOfAHundredThousandLettersStillGetsItsSuggestionAtOnce) {
+    // The suggestion's edit distance is computed only as far as it could still be a typo, in
+    // time linear in the names' length: a few letters off a huge combine's name is suggested,
+    // a few more letters are not.
+    const std::string name(100000, 'a');
+    const std::string combine = "combine " + name + "(a | b) {\n  return a + b\n}\n";
+    auto error_for = [&](const std::string& used) {
+        try {
+            parse_module(combine + "program p(x: f32[N]) {\n  y = scan " + used + "(x) dim=0\n  return y\n}\n", "t.scan");
+        } catch (const CompileError& e) {
+            EXPECT_EQ(e.loc().str(), "t.scan:5:12");
+            return e.message();
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(error_for(name + "bcdefgh"), "unknown combine `" + name + "bcdefgh`; did you mean `" + name + "`?");
+    EXPECT_EQ(error_for("b" + name.substr(1)), "unknown combine `b" + name.substr(1) + "`; did you mean `" + name + "`?");
+    EXPECT_EQ(error_for(name + "bcdefghij"), "unknown combine `" + name + "bcdefghij`");
+}
+
 TEST(ParseErrors, DeeplyNestedInputIsAnErrorNotACrash) {
     std::string text = "program p(x: f32[]) {\n  return " + std::string(100000, '-') + "x\n}\n";
     EXPECT_THROW(parse_module(text), CompileError);
