@@ -1,6 +1,6 @@
 // A measurement, not part of the backend (issue 5, fortieth session; docs/benchmarks.md):
 // cols tiles of one warp each (R steps x 32 V columns, lane l holding V adjacent columns, as
-// bench/cols_wide_probe.cu), chained by a dedicated chain warp per line instead of a look-back.
+// bench/cols_wide_probe.cu), chained by chain warps (one per 32 columns of a line) instead of a look-back.
 // The thirty-second session found such tiles move (2,4096,1024)'s bytes at 93% of the copy with
 // no chain at all, and that a windowed look-back over them costs about one poll's round trip a
 // link (a line of C chunks has C / W links, one after another). Here nothing is chained through
@@ -77,7 +77,7 @@ __device__ void chain_columns(const Chain& ch, i64 line, int q, i64 chunks, i64 
         if (k == 0) {  // caught up: lane 0 waits for the next entry's first word
             bool ready = true;
             if (lane == 0)
-                for (int ns = 32; (unsigned)(ld_word(word(ch.a, c) - lane * NW) >> 32) != ch.epoch; ns = ns < 256 ? 2 * ns : ns)
+                for (int ns = 32; (unsigned)(ld_word(word(ch.a, c)) >> 32) != ch.epoch; ns = ns < 256 ? 2 * ns : ns)
                     if (++idle > (1 << 18)) { ready = false; break; }
                     else __nanosleep(ns);
             if (!__shfl_sync(~0u, ready, 0)) {
@@ -109,21 +109,6 @@ __device__ void chain_columns(const Chain& ch, i64 line, int q, i64 chunks, i64 
             }
         }
         c += k;
-    }
-}
-
-// Polls the N words at `at` until each carries the epoch (false after some 50 ms: reported).
-template <int N> __device__ __forceinline__ bool wait_words(u64 (&w)[N], const u64* at, unsigned epoch, u32* hung) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) w[i] = ld_word(at + i);
-    for (int ns = 32, n = 0;; ns = ns < 256 ? 2 * ns : ns) {
-        bool ready = true;
-#pragma unroll
-        for (int i = 0; i < N; ++i)
-            if ((unsigned)(w[i] >> 32) != epoch) ready = false, w[i] = ld_word(at + i);
-        if (ready) return true;
-        if (++n > (1 << 18)) return atomicAdd(hung, 1), false;
-        __nanosleep(ns);
     }
 }
 
@@ -190,7 +175,9 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
                     __nanosleep(ns);
             __syncwarp();
             u64 w[V * NW];
-            wait_words(w, at, ch.epoch, ch.hung);
+#pragma unroll
+            for (int i = 0; i < V * NW; ++i) w[i] = ld_word(at + i);
+            wait_tagged(w, ch.epoch, [&](int i) { return at + i; }, ch.hung);
 #pragma unroll
             for (int q = 0; q < V; ++q) pre[q] = untag<NIN>(w + q * NW);
             has_pre = true;

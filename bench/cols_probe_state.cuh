@@ -55,14 +55,17 @@ template <int NIN> __device__ __forceinline__ St<NIN> untag(const u64* w) {
     return St<NIN>{NIN == 2 ? __uint_as_float((u32)w[0]) : 0.f, __uint_as_float((u32)w[words(NIN) - 1])};
 }
 // Polls until each of the N words (first loads already in w; word(i) its address) carries this
-// launch's epoch.
-template <int N, class At> __device__ __forceinline__ void wait_tagged(u64 (&w)[N], unsigned epoch, At word) {
-    for (int ns = 32;; ns = ns < 256 ? 2 * ns : ns) {
+// launch's epoch. With `hung`, gives up after 2^18 polls (some 50 ms), counts that there and
+// returns false, so that a broken chain ends its probe instead of the lease.
+template <int N, class At>
+__device__ __forceinline__ bool wait_tagged(u64 (&w)[N], unsigned epoch, At word, unsigned* hung = nullptr) {
+    for (int ns = 32, n = 0;; ns = ns < 256 ? 2 * ns : ns) {
         bool ready = true;
 #pragma unroll
         for (int i = 0; i < N; ++i)
             if ((unsigned)(w[i] >> 32) != epoch) ready = false, w[i] = ld_word(word(i));
-        if (ready) return;
+        if (ready) return true;
+        if (hung && ++n > (1 << 18)) return atomicAdd(hung, 1u), false;
         __nanosleep(ns);
     }
 }
