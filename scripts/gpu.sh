@@ -27,6 +27,7 @@
 # REREAD_PROBE=1 bench/cols_reread_probe.cu (two passes, the second reading from L2);
 # TWOPASS_PROBE=1 bench/cols_twopass_probe.cu (two passes of independent warps);
 # CHAIN_PROBE=1 bench/cols_chain_probe.cu (warp tiles chained by chain warps; CHAIN_PROBE=diag: where line 0's time goes);
+# CLUSTER_PROBE=1 bench/cols_cluster_probe.cu (lines walked by clusters, carries through distributed shared memory);
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
 # (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
@@ -60,6 +61,7 @@ probe() {
 [ -n "${REREAD_PROBE+x}" ] && probe reread
 [ -n "${TWOPASS_PROBE+x}" ] && probe twopass
 [ -n "${CHAIN_PROBE+x}" ] && probe chain $CHAIN_PROBE
+[ -n "${CLUSTER_PROBE+x}" ] && probe cluster $CLUSTER_PROBE
 
 log "configure + build (CUDA backend, reference, tests)"
 cmake -S . -B $BUILD -G Ninja -DSCANC_ENABLE_CUDA=ON -DSCANC_ENABLE_ONNX=OFF -DSCANC_BUILD_PYTHON=OFF \
