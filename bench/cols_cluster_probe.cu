@@ -153,6 +153,8 @@ __global__ void __launch_bounds__(WY * 32, 1)
     // line's carry and the ranks before this one), the carry moved past the round (the same folds
     // in every block and warp).
     S line_carry[V];
+#pragma unroll
+    for (int q = 0; q < V; ++q) line_carry[q] = identity<NIN>();
     auto rank_prefix = [&](i64 i, int q) {
         const int c = lane * V + q;
         S p = i % rounds == 0 ? identity<NIN>() : line_carry[q], mine = p;
