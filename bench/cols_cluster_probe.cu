@@ -34,18 +34,6 @@
 
 namespace cg = cooperative_groups;
 
-// V floats from global memory into shared memory, asynchronously (zeros where !ok).
-template <int V> __device__ __forceinline__ void copy_async(float* dst, const float* src, bool ok) {
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    if constexpr (V == 4)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(d), "l"(src), "n"(V * 4), "r"(ok ? V * 4 : 0)
-                     : "memory");
-}
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
 template <int V> __device__ __forceinline__ void load_shared_v(const float* p, float (&v)[V]) {
     const typename Vec<V>::T t = *reinterpret_cast<const typename Vec<V>::T*>(p);
     std::memcpy(v, &t, sizeof t);

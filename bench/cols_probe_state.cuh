@@ -87,6 +87,18 @@ __device__ __forceinline__ void load_run(const float* in0, const float* in1, i64
             if (NIN == 2) load_v<V>(in1 + at + k * C, vb[k]);
         }
 }
+// V floats from global memory into shared memory, asynchronously (zeros where !ok).
+template <int V> __device__ __forceinline__ void copy_async(float* dst, const float* src, bool ok) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    if constexpr (V == 4)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(d), "l"(src), "n"(V * 4), "r"(ok ? V * 4 : 0)
+                     : "memory");
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
 template <int V> struct Vec;
 template <> struct Vec<1> { typedef float T; };
 template <> struct Vec<2> { typedef float2 T; };
@@ -96,21 +108,27 @@ template <int V> __device__ __forceinline__ void store_v(float* p, const float (
     std::memcpy(&t, v, sizeof t);
     *reinterpret_cast<typename Vec<V>::T*>(p) = t;
 }
-// The run's scan from `run` (where has[q]; else from its first item), stored as it goes.
-template <int NIN, int V, int R>
-__device__ __forceinline__ void scan_store_run(float* out, i64 C, int nv, const float (&va)[R][V], const float (&vb)[R][V],
-                                               St<NIN> (&run)[V], bool (&has)[V]) {
+// The run's scan from `run` (where has[q]; else from its first item), stored as it goes; item
+// k of column q is at(k, q).
+template <int NIN, int V, int R, class At>
+__device__ __forceinline__ void scan_store_items(float* out, i64 C, int nv, At at, St<NIN> (&run)[V], bool (&has)[V]) {
 #pragma unroll
     for (int k = 0; k < R; ++k)
         if (k < nv) {
             float h[V];
 #pragma unroll
             for (int q = 0; q < V; ++q) {
-                const St<NIN> e = item<NIN>(va[k][q], vb[k][q]);
+                const St<NIN> e = at(k, q);
                 run[q] = has[q] ? St<NIN>::combine(run[q], e) : e;
                 has[q] = true;
                 h[q] = run[q].b;
             }
             store_v<V>(out + k * C, h);
         }
+}
+// The same for a run held in registers.
+template <int NIN, int V, int R>
+__device__ __forceinline__ void scan_store_run(float* out, i64 C, int nv, const float (&va)[R][V], const float (&vb)[R][V],
+                                               St<NIN> (&run)[V], bool (&has)[V]) {
+    scan_store_items<NIN, V, R>(out, C, nv, [&](int k, int q) { return item<NIN>(va[k][q], vb[k][q]); }, run, has);
 }

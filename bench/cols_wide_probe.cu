@@ -11,7 +11,8 @@
 // so no barrier, fence or shared memory anywhere. f32 sum or the affine scan (h = a h' + b),
 // layout [O][T][C], C a multiple of 32 V. Timed as bench/gpu_bench.cu times (a spin kernel
 // queued first), against a device-to-device copy of 2^28 floats and one of the same bytes;
-// every configuration is checked bitwise against a host scan in the same order.
+// every configuration is checked bitwise against a host scan in the same order. The stacked
+// tiles may stage their inputs in shared memory instead of registers (forty-first session).
 // Built and run by `WIDE_PROBE=1 scripts/gpu.sh OUTDIR`, or: nvcc -O3 -std=c++20 -arch=sm_90
 // bench/cols_wide_probe.cu -o probe && ./probe
 #include <cuda_runtime.h>
@@ -106,7 +107,11 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
 // per window entry. The warps' aggregates meet in shared memory; the window's words (P(ws - 1),
 // A(ws) .. A(c - 1), each 32 V columns x NW) are loaded by every thread of the block, column
 // t % 32 V, entries t / 32 V apart, and folded in order by one thread per column.
-template <int NIN, int V, int R, int WARPS, int W, int MINB, bool LOOKBACK>
+// STAGE (forty-first session): the tile's inputs go by cp.async into shared memory
+// ([NIN][WARPS][R][32 V] floats, dynamic) instead of registers, and the fold and the scan read
+// them there, so that a tile holds no registers while it waits and an SM fits as many tiles as
+// its shared memory holds.
+template <int NIN, int V, int R, int WARPS, int W, int MINB, bool LOOKBACK, bool STAGE = false>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
     stacked_cols(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, i64 O, i64 T,
                  i64 C, u64* __restrict__ status, unsigned epoch) {
@@ -122,9 +127,24 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     const i64 t0 = chunk * WARPS * R + (i64)warp * R;
     const int nv = t0 >= T ? 0 : (T - t0 >= R ? R : (int)(T - t0));
     const i64 at0 = (o * T + t0) * C + g * COLS + lane * V;
+    extern __shared__ float4 stage_raw[];
+    float* const sa = reinterpret_cast<float*>(stage_raw) + (size_t)warp * R * COLS + lane * V;  // [k COLS + q]
+    float* const sb = sa + (size_t)(NIN - 1) * WARPS * R * COLS;
     float va[R][V], vb[R][V];
-    load_run<NIN, V, R>(in0, in1, at0, C, nv, va, vb);
-    auto item_at = [&](int k, int q) { return item<NIN>(va[k][q], vb[k][q]); };
+    if (STAGE) {
+#pragma unroll
+        for (int k = 0; k < R; ++k) {
+            copy_async<V>(sa + k * COLS, in0 + (k < nv ? at0 + k * C : 0), k < nv);
+            if (NIN == 2) copy_async<V>(sb + k * COLS, in1 + (k < nv ? at0 + k * C : 0), k < nv);
+        }
+        copy_commit();
+        copy_wait<0>();  // each lane reads only what it copied
+    } else {
+        load_run<NIN, V, R>(in0, in1, at0, C, nv, va, vb);
+    }
+    auto item_at = [&](int k, int q) {
+        return STAGE ? item<NIN>(sa[k * COLS + q], sb[k * COLS + q]) : item<NIN>(va[k][q], vb[k][q]);
+    };
 #pragma unroll
     for (int q = 0; q < V; ++q) {
         S agg = nv > 0 ? item_at(0, q) : S{1.f, 0.f};  // an empty run (past the end) folds as identity
@@ -190,7 +210,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
         if (has_pre) run[q] = s_pre[lane * V + q];
         for (int w = 0; w < warp; ++w) run[q] = has[q] ? S::combine(run[q], s_agg[w][lane * V + q]) : s_agg[w][lane * V + q], has[q] = true;
     }
-    scan_store_run<NIN, V, R>(out + at0, C, nv, va, vb, run, has);
+    scan_store_items<NIN, V, R>(out + at0, C, nv, item_at, run, has);
 }
 
 static const char* kModes[] = {"no look-back", "look-back"};
@@ -210,11 +230,15 @@ static double run(const float* x, const float* y, float* z, const Case& c, size_
     return time_and_check(op, x, y, z, c, MODE != 0, bad);  // the look-back reassociates: see time_and_check
 }
 
-template <int NIN, int V, int R, int WARPS, int W, int MINB, bool LB>
-static double run_stacked(const float* x, const float* y, float* z, const Case& c, size_t& bad) {
+template <int NIN, int V, int R, int WARPS, int W, int MINB, bool LB, bool STAGE = false>
+static double run_stacked(const float* x, const float* y, float* z, const Case& c, size_t& bad, int* per_sm = nullptr) {
     const i64 lines = c.O * c.C / (32 * V), chunks = (c.T + WARPS * R - 1) / (WARPS * R);
+    auto kernel = stacked_cols<NIN, V, R, WARPS, W, MINB, LB, STAGE>;
+    const int smem = STAGE ? NIN * WARPS * R * 32 * V * 4 : 0;
+    BENCH_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    if (per_sm) BENCH_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, kernel, WARPS * 32, smem));
     auto op = [&](cudaStream_t s) {
-        stacked_cols<NIN, V, R, WARPS, W, MINB, LB><<<(unsigned)(lines * chunks), WARPS * 32, 0, s>>>(x, y, z, c.O, c.T, c.C, g_status, ++g_epoch);
+        kernel<<<(unsigned)(lines * chunks), WARPS * 32, smem, s>>>(x, y, z, c.O, c.T, c.C, g_status, ++g_epoch);
     };
     return time_and_check(op, x, y, z, c, LB, bad);
 }
@@ -250,6 +274,21 @@ int main() {
         TRY(4, 8, 8, 16, 2, true) TRY(4, 8, 8, 8, 2, true) TRY(4, 16, 4, 16, 2, true) TRY(4, 2, 16, 16, 3, true)
         TRY(2, 8, 8, 16, 3, true) TRY(4, 8, 16, 16, 1, true) TRY(2, 16, 8, 32, 1, true) TRY(2, 4, 16, 32, 2, true)
         TRY(2, 8, 16, 32, 2, true) TRY(2, 8, 16, 32, 2, false)
+#undef TRY
+        // Staged in shared memory (forty-first session): the table's tile (V=1, 8 warps of 32
+        // steps, window 4) and others, at as many blocks an SM as shared memory holds.
+#define TRY(V, R, WARPS, W, MINB, LB)                                                                       \
+    {                                                                                                       \
+        size_t bad = 0;                                                                                     \
+        int per_sm = 0;                                                                                     \
+        const double t = c.nin == 1 ? run_stacked<1, V, R, WARPS, W, MINB, LB, true>(ints, y, z, c, bad, &per_sm) \
+                                    : run_stacked<2, V, R, WARPS, W, MINB, LB, true>(x, y, z, c, bad, &per_sm); \
+        std::printf("  staged V=%d R=%-2d warps=%-2d W=%-2d %d/SM %-12s %7.1f us %5.1f%% of copy  %zu differ\n", V, R, \
+                    WARPS, W, per_sm, LB ? "look-back" : "no look-back", t * 1e6, probe.percent(c, t), bad);  \
+    }
+        TRY(1, 32, 8, 4, 3, false) TRY(1, 32, 8, 4, 3, true) TRY(1, 32, 8, 8, 3, true) TRY(1, 16, 8, 4, 4, true)
+        TRY(1, 32, 4, 8, 4, true) TRY(1, 64, 4, 4, 3, true) TRY(2, 16, 8, 4, 3, true) TRY(4, 8, 8, 4, 3, true)
+        TRY(1, 16, 16, 4, 2, true)
 #undef TRY
     }
     return 0;
