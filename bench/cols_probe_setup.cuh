@@ -37,7 +37,7 @@ inline ColsProbe cols_probe_setup() {
     ColsProbe p{cols_probe_inputs(big)};
     BENCH_CHECK(cudaDeviceGetAttribute(&p.sms, cudaDevAttrMultiProcessorCount, 0));
     p.copy_bw = 2.0 * big * 4 / p.copy_seconds(big * 4);
-    std::printf("copy of 2^28 f32: %.0f GB/s, %d SMs\n", p.copy_bw / 1e9, p.sms);
+    std::printf("copy of 2^28 f32: %.0f GB/s, %d SMs, %s\n", p.copy_bw / 1e9, p.sms, device_name());
     return p;
 }
 

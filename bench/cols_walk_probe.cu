@@ -28,6 +28,7 @@
 
 #include "cols_probe_check.h"
 #include "cols_probe_tma.cuh"
+#include "gpu_timing.cuh"
 
 #define CK(x)                                                                          \
     do {                                                                               \
@@ -309,7 +310,7 @@ int main(int argc, char** argv) {
     const size_t big = (size_t)1 << 28;
     const auto [x, y, ints, z] = cols_probe_inputs(big);  // the walks sum x itself: each lane in order
     const double copy_bw = 2.0 * big * 4 / (time_copy(z, x, big * 4) * 1e-3);
-    std::printf("copy of 2^28 f32: %.0f GB/s\n", copy_bw / 1e9);
+    std::printf("copy of 2^28 f32: %.0f GB/s, %s\n", copy_bw / 1e9, device_name());
     const Case cases[] = {{"affine (2,4096,1024) dim 1", 2, 2, 4096, 1024}, {"sum 4096x8192 dim 0", 1, 1, 4096, 8192},
                           {"affine 4096x8192 dim 0", 2, 1, 4096, 8192}, {"affine (4,2048,1024) dim 1", 2, 4, 2048, 1024}};
     for (const Case& c : cases) {

@@ -465,7 +465,7 @@ int main(int argc, char** argv) {
     const long long big = 1ll << 28;
     double copy = copy_seconds(big, s);
     double copy_bw = 2.0 * big * 4 / copy;
-    std::printf("device-to-device copy: %.0f GB/s (2^28 f32, read + write)\n", copy_bw / 1e9);
+    std::printf("device-to-device copy: %.0f GB/s (2^28 f32, read + write) on %s\n", copy_bw / 1e9, device_name());
 
     float* rows_in = device_random(1 << 20, 6, -1, 1);
     const TimedFirstRun second = timed_first_run(scan_program(sum_combine(), 1, 0), {device_view(rows_in, {1 << 20})});

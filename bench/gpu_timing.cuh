@@ -52,6 +52,16 @@ inline double time_median(const std::function<void(cudaStream_t)>& op, cudaStrea
     return samples[samples.size() / 2];
 }
 
+// The current device's name ("NVIDIA H200"), so that every copy line says which card it came
+// from: a device call may run on another kind than it named.
+inline const char* device_name() {
+    static cudaDeviceProp prop{};
+    int dev = 0;
+    BENCH_CHECK(cudaGetDevice(&dev));
+    BENCH_CHECK(cudaGetDeviceProperties(&prop, dev));
+    return prop.name;
+}
+
 // Median seconds of a device-to-device copy of `bytes` from src to dst.
 inline double device_copy_seconds(void* dst, const void* src, size_t bytes, cudaStream_t stream = 0) {
     return time_median([&](cudaStream_t s) { BENCH_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s)); }, stream);
