@@ -44,17 +44,15 @@ template <int V> __device__ __forceinline__ void load_shared_v(const float* p, f
 constexpr int kStampItems = 64, kStampPhases = 8;
 __device__ long long* g_stamps = nullptr;
 
-template <int NIN> __device__ __forceinline__ St<NIN> identity() { return St<NIN>{1.f, 0.f}; }
-
 // Dynamic shared memory: the ring [D][NIN][WY][R][L] floats, then the warps' aggregates
 // [3][WY][L] (by round mod 3), the cluster's blocks' aggregates [2][CL][L] (written by each block
 // into every block) and this block's prefixes [2][L] (the line's carry and the ranks before it),
 // both by round parity.
-template <int V, int CL, int WY, int R, int D>
+template <int V, int WY, int R, int D>
 __host__ __device__ constexpr size_t ring_floats(int nin) { return (size_t)D * nin * WY * R * 32 * V; }
 template <int V, int CL, int WY, int R, int D>
 __host__ __device__ constexpr size_t smem_bytes(int nin) {
-    return ring_floats<V, CL, WY, R, D>(nin) * 4 + (size_t)(3 * WY + 2 * CL + 2) * 32 * V * 8;
+    return ring_floats<V, WY, R, D>(nin) * 4 + (size_t)(3 * WY + 2 * CL + 2) * 32 * V * 8;
 }
 
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
@@ -75,7 +73,7 @@ __global__ void __launch_bounds__(WY * 32, 1)
     static_assert(D >= 2, "a stage is refilled once its item is in registers");
     extern __shared__ float4 smem_raw[];
     float* const ring = reinterpret_cast<float*>(smem_raw);
-    auto s_wagg = reinterpret_cast<S(*)[WY][L]>(ring + ring_floats<V, CL, WY, R, D>(NIN));
+    auto s_wagg = reinterpret_cast<S(*)[WY][L]>(ring + ring_floats<V, WY, R, D>(NIN));
     auto s_xagg = reinterpret_cast<S(*)[CL][L]>(s_wagg + 3);
     auto s_carry = reinterpret_cast<S(*)[L]>(s_xagg + 2);
     const cg::cluster_group cluster = cg::this_cluster();
@@ -106,7 +104,7 @@ __global__ void __launch_bounds__(WY * 32, 1)
         const int nv = steps(i);
 #pragma unroll
         for (int q = 0; q < V; ++q) {
-            S agg = identity<NIN>();
+            S agg = S::identity();
 #pragma unroll
             for (int k = 0; k < R; ++k)
                 if (k < nv) agg = S::combine(agg, item<NIN>(va[k][q], vb[k][q]));
@@ -142,10 +140,10 @@ __global__ void __launch_bounds__(WY * 32, 1)
     // in every block and warp).
     S line_carry[V];
 #pragma unroll
-    for (int q = 0; q < V; ++q) line_carry[q] = identity<NIN>();
+    for (int q = 0; q < V; ++q) line_carry[q] = S::identity();
     auto rank_prefix = [&](i64 i, int q) {
         const int c = lane * V + q;
-        S p = i % rounds == 0 ? identity<NIN>() : line_carry[q], mine = p;
+        S p = i % rounds == 0 ? S::identity() : line_carry[q], mine = p;
 #pragma unroll
         for (int r = 0; r < CL; ++r) {
             if (r == rank) mine = p;
@@ -166,7 +164,7 @@ __global__ void __launch_bounds__(WY * 32, 1)
 #pragma unroll
         for (int q = 0; q < V; ++q) {
             const int c = lane * V + q;
-            run[q] = MODE > 0 ? s_carry[i & 1][c] : identity<NIN>();
+            run[q] = MODE > 0 ? s_carry[i & 1][c] : S::identity();
             for (int w = 0; w < warp; ++w) run[q] = S::combine(run[q], s_wagg[i % 3][w][c]);
             has[q] = true;
         }

@@ -136,7 +136,7 @@ __global__ void __launch_bounds__((CW + 1) * 32)
             if (STORE == kGlobal && K == 0) free_stage(j);
 #pragma unroll
             for (int q = 0; q < V; ++q) {
-                S agg = r.nv > 0 ? item<NIN>(va[0][q], vb[0][q]) : S{1.f, 0.f};  // an empty run folds as identity
+                S agg = r.nv > 0 ? item<NIN>(va[0][q], vb[0][q]) : S::identity();  // an empty run folds as identity
 #pragma unroll
                 for (int k = 1; k < R; ++k)
                     if (k < r.nv) agg = S::combine(agg, item<NIN>(va[k][q], vb[k][q]));

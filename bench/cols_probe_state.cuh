@@ -38,6 +38,7 @@ __device__ __forceinline__ u64 tag(float f, unsigned epoch) { return (u64)epoch 
 // A column's state: sum (NIN 1) keeps h; affine keeps the map h -> a h + b.
 template <int NIN> struct St {
     float a, b;
+    static __device__ __forceinline__ St identity() { return {1.f, 0.f}; }  // folds as nothing
     static __device__ __forceinline__ St combine(St x, St y) {  // x earlier
         if (NIN == 1) return {0.f, __fadd_rn(x.b, y.b)};
         return {__fmul_rn(x.a, y.a), __fadd_rn(__fmul_rn(y.a, x.b), y.b)};

@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     };
 #pragma unroll
     for (int q = 0; q < V; ++q) {
-        S agg = nv > 0 ? item_at(0, q) : S{1.f, 0.f};  // an empty run (past the end) folds as identity
+        S agg = nv > 0 ? item_at(0, q) : S::identity();  // an empty run (past the end) folds as identity
 #pragma unroll
         for (int k = 1; k < R; ++k)
             if (k < nv) agg = S::combine(agg, item_at(k, q));
