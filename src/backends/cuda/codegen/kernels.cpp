@@ -677,19 +677,25 @@ template <class K, int L> __device__ void scan_cols(const typename K::Args& a) {
             for (int j = 0; j < K::NW; ++j) w[j] = s_tot[w2][j][col];
             fold<K>(th, tagg, s_has[w2], K::from_words(w), x.cap);
         }
+        // Only window ends publish P (the next window's tiles read it) and only the other tiles
+        // A (the later tiles of their window read it), so that a tile writes one run of L x NW
+        // words, the A's and the P's in separate arrays; a line's last tile publishes nothing.
+        // (Forty-second session, H100: A and P from every tile, side by side, cost sum dim 0 1.4
+        // points and lines of 128 chunks 4-5.)
         auto entry = [&](i64 c, int kind) {
-            return p.status + ((u64)(line * p.chunks + c) * L + col) * 2 * K::NW + kind * K::NW;
+            return p.status + (((u64)kind * lines * p.chunks + line * p.chunks + c) * L + col) * K::NW;
         };
-        publish<K>(entry(chunk, 0), epoch, tagg);
+        const bool window_end = chunk % W == W - 1, last = chunk + 1 == p.chunks;
+        if (!window_end && !last) publish<K>(entry(chunk, 0), epoch, tagg);
         S pre;
         if (chunk == 0) {
-            publish<K>(entry(chunk, 1), epoch, tagg);
+            if (window_end && !last) publish<K>(entry(chunk, 1), epoch, tagg);
         } else {
             const i64 ws = chunk / W * W;
             bool fh = false;
             if (ws > 0) { pre = wait_state<K>(entry(ws - 1, 1), epoch); fh = true; }
             fold_window<K, W>((int)(chunk - ws), [&](int j) { return entry(ws + j, 0); }, epoch, fh, pre, x.cap);
-            if (chunk + 1 < p.chunks) publish<K>(entry(chunk, 1), epoch, K::combine(pre, tagg, x.cap));
+            if (window_end && !last) publish<K>(entry(chunk, 1), epoch, K::combine(pre, tagg, x.cap));
             u32 w[K::NW]; K::to_words(pre, w);
             #pragma unroll
             for (int j = 0; j < K::NW; ++j) s_pre[j][col] = w[j];
