@@ -625,7 +625,7 @@ program p(x: f32[M, N]) {
 TEST_F(CudaDifferential, ColsLinesOfEightSixteenOrThirtyTwoColumnsMatch) {
     // A cols line is L columns, and each warp holds 32 / L runs of steps of them. clanes=L with
     // flanes=0 gives every launch lines of L; clanes=32 with flanes=L gives launches of few lines
-    // lines of L (on an H200, all but the affine scan at B = 80). Tiles of 2 warps x 4 steps and windows of 4, so
+    // lines of L (on a GPU of 132 SMs, every case but N = 1000). Tiles of 2 warps x 4 steps and windows of 4, so
     // that thousands of steps span many tiles and windows; column counts around L; both
     // directions; the affine scan (not commutative) along a middle dim; a captured value per
     // column.

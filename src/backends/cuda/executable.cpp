@@ -317,15 +317,17 @@ private:
         return args;
     }
 
-    // Whether a cols launch has so few lines of col_lanes that at least 4 of a line's tiles would
-    // be resident at once (at the tuning's minimum blocks per SM), each waiting on the look-back
-    // of those before it: lines of few_lines_lanes then make fewer, taller tiles per line.
-    // (Twentieth session, H200: 16-lane lines took sum 65536x512 along dim 0 from 57 to 75% of
-    // copy and sum 16384x2048 from 78 to 82%, and lost 1-5 points where lines were more.)
+    // Whether a cols launch has so few lines of col_lanes that at least 16 of a line's tiles
+    // would be resident at once (at the tuning's minimum blocks per SM), each waiting on the
+    // look-back of those before it: lines of few_lines_lanes then make fewer, taller tiles per
+    // line. (Twentieth session, H200: 16-lane lines took sum 65536x512 along dim 0 from 57 to 75%
+    // of copy, at 4 resident tiles a line. Forty-second session, H100, once a cols tile published
+    // one run of look-back words: at 4 to 8 a line, 32-lane lines read 2-4 points more, the main
+    // job's shape 61 -> 65%; at 16, sum 65536x512 still read 3 points more with 16 lanes.)
     bool few_lines(const std::vector<i64>& shape, int dim, i64 inner, const Tuning& t) const {
         i64 outer = 1;
         for (int j = 0; j < dim; ++j) outer *= shape[j];
-        return 4 * outer * ceil_div(inner, t.col_lanes) <= i64{exe_.sm_count_} * t.cols_min_blocks();
+        return 16 * outer * ceil_div(inner, t.col_lanes) <= i64{exe_.sm_count_} * t.cols_min_blocks();
     }
 
     // The kernel stage `s` launches with (kNone: it has no elements).

@@ -93,7 +93,8 @@ const Row kTable[] = {
     //   two sweeps: affine 1-D 84.3-85.0 -> 86.6-87.5%; 4-byte states lost 4 points at window 64).
     // - Cols launches of few lines take lines of 16 columns (twentieth session: sum 65536x512
     //   along dim 0 57 -> 75%, 16384x2048 78 -> 82%; lines of 8 lost everywhere, 65 against
-    //   87% on sum dim 0: 32-byte runs).
+    //   87% on sum dim 0: 32-byte runs). Since the forty-second session only launches of at most
+    //   16 lines of 32 columns a line count as few (few_lines in executable.cpp).
     {1, 90,
      with_few_lines_lanes(with_prefetch(with_window_skip(with_scalar_rows(
          with_vector_rows(with_shared_rows(with_pcopies(entry(128, 96, 32, 8, 32, 4, 3, 2, 128, 32, 3), 8), 32, 8)),
