@@ -76,7 +76,7 @@ std::string default_backend() {
 }
 
 std::unique_ptr<Executable> compile(const ProgramRef& program, std::string_view backend) {
-    SCANC_INTERNAL_CHECK(program != nullptr, "compile() of a null program");
+    if (!program) user_error({}, "compile() needs a program, got a null ProgramRef");
     std::string name = backend == "auto" ? default_backend() : std::string(backend);
     const BackendEntry* entry = find_backend(name);
     if (!entry)

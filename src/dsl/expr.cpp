@@ -1,5 +1,9 @@
 #include "scanc/dsl/expr.h"
 
+#include <algorithm>
+
+#include "scanc/text/parser.h"
+
 namespace scanc::dsl {
 
 Expr::Expr(int value) : Expr(static_cast<std::int64_t>(value)) {}
@@ -63,6 +67,9 @@ Expr cast(DType to, const Expr& x) { return make_elementwise(Op::Cast, {x.node()
 
 CombineRef trace_combine(std::string name, int num_leaves, int num_captured, const CombineFn& fn,
                          std::vector<std::string> param_names) {
+    if (num_leaves < 1 || num_captured < 0)
+        user_error({}, cat("combine `", name, "`: a combine takes at least one leaf and no negative count of ",
+                           "captured values, got ", num_leaves, " and ", num_captured));
     auto combine = std::make_shared<Combine>();
     combine->name = std::move(name);
     auto param_name = [&](std::size_t i, const char* prefix, int k) {
@@ -83,11 +90,13 @@ CombineRef trace_combine(std::string name, int num_leaves, int num_captured, con
     }
     Exprs results = fn(left, right, captured);
     if (static_cast<int>(results.size()) != num_leaves)
-        user_error({}, cat("combine `", combine->name, "` returns ", results.size(),
-                           " values for ", num_leaves, " leaves"));
+        user_error({}, cat("combine `", combine->name, "` returns ", results.size(), " value",
+                           results.size() == 1 ? "" : "s", " for ", num_leaves, " lea",
+                           num_leaves == 1 ? "f" : "ves", "; it must return one per leaf"));
     for (auto& r : results) {
-        SCANC_INTERNAL_CHECK(r.node()->types.empty(), "combine `", combine->name,
-                             "` uses a program value; pass it as a captured value instead");
+        if (!r.node()->types.empty())
+            user_error({}, cat("combine `", combine->name, "` returns a program value (a tensor); ",
+                               "pass it as a captured value instead"));
         combine->results.push_back(r.node());
     }
     return combine;
@@ -108,10 +117,25 @@ Expr interleave(std::int64_t dim, const Expr& even, const Expr& odd) {
 }
 
 Size ProgramBuilder::symbol(std::string name, std::optional<std::int64_t> bound) {
-    return Size::symbol(Symbol::make(std::move(name), bound));
+    if (!is_text_name(name))
+        user_error({}, cat("size symbol `", name, "`: expected a name of letters, digits and `_`, not starting ",
+                           "with a digit and not a reserved word"));
+    if (bound && *bound < 0) user_error({}, cat("size symbol `", name, "`: bound ", *bound, " is negative"));
+    for (const SymbolRef& s : symbols_)
+        if (s->name == name) {
+            if (bound && s->bound != bound)
+                user_error({}, cat("size symbol `", name, "` has two different bounds: ", *bound, " and ",
+                                   s->bound ? cat(*s->bound) : std::string("none")));
+            return Size::symbol(s);
+        }
+    symbols_.push_back(Symbol::make(std::move(name), bound));
+    return Size::symbol(symbols_.back());
 }
 
 Expr ProgramBuilder::param(std::string name, DType dtype, Shape shape) {
+    for (const Size& s : shape)
+        if (auto c = s.constant(); c && *c < 0)
+            user_error({}, cat("parameter `", name, "`: size ", *c, " is negative"));
     int index = static_cast<int>(params_.size());
     params_.push_back(make_param(ParamRole::Program, index, std::move(name),
                                  Type{dtype, std::move(shape), false}));
@@ -133,13 +157,29 @@ ProgramRef ProgramBuilder::build(const Exprs& results) {
     auto program = std::make_shared<Program>();
     program->name = name_;
     program->params = params_;
-    for (auto& r : results) program->results.push_back(r.node());
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const NodeRef& r = results[i].node();
+        if (r->types.size() != 1)
+            user_error({}, cat("result ", i, " of program `", name_, "` is not a tensor: ",
+                               r->types.empty() ? "a value inside a combine, or a bare literal"
+                                                : "a multi-output node"));
+        program->results.push_back(r);
+    }
+    for (const Node* n : topo_order(program->results))
+        if (n->op == Op::Param && std::find_if(params_.begin(), params_.end(),
+                                               [&](const NodeRef& p) { return p.get() == n; }) == params_.end())
+            user_error({}, cat("program `", name_, "` uses `", n->name, "`, a parameter of another ProgramBuilder"));
     for (auto& p : params_)
         for (auto& s : p->type().shape)
             for (auto& sym : s.symbols())
                 if (std::find(program->symbols.begin(), program->symbols.end(), sym) ==
-                    program->symbols.end())
+                    program->symbols.end()) {
+                    for (const SymbolRef& other : program->symbols)
+                        if (other->name == sym->name)
+                            user_error({}, cat("program `", name_, "` has two different size symbols named `",
+                                               sym->name, "`"));
                     program->symbols.push_back(sym);
+                }
     return program;
 }
 

@@ -170,8 +170,21 @@ static bool all_typed(const std::vector<NodeRef>& args, const SourceLoc& loc) {
         any = any || typed;
         all = all && typed;
     }
-    SCANC_INTERNAL_CHECK(any == all || args.empty(), "mixing program and combine nodes at ", loc.str());
+    if (any != all)
+        user_error(loc, "an operation mixes a program value (a tensor) with a value inside a combine; "
+                        "a combine reaches tensors only as captured values (`with (...)`)");
     return all && !args.empty();
+}
+
+// The type of `x`, an operand of the program-level `op`; a user error where it is a value inside
+// a combine (a C++ DSL user can pass one; the text front end's scopes cannot).
+static const Type& tensor_type(const NodeRef& x, const char* op, const SourceLoc& loc) {
+    if (!x) user_error(loc, cat(op, " of a null value"));
+    if (x->types.size() != 1)
+        user_error(loc, cat(op, " takes tensors (program values), got ",
+                            x->types.empty() ? "a value inside a combine or a bare literal; inside a combine only scalar operations apply"
+                                             : "a multi-output node; project one output"));
+    return x->types[0];
 }
 
 // Sets `n`'s inputs and depth; `n.loc` must be set, as the error names it.
@@ -223,6 +236,7 @@ static std::string describe(const NodeRef& n) {
 
 NodeRef make_scan(CombineRef combine, std::vector<NodeRef> leaves, std::vector<NodeRef> captured,
                   std::int64_t dim, bool reverse, SourceLoc loc) {
+    if (!combine) user_error(loc, "scan needs a combine, got a null CombineRef");
     if (static_cast<int>(leaves.size()) != combine->num_leaves())
         user_error(loc, cat("combine `", combine->name, "` takes ", combine->num_leaves(),
                             " lea", combine->num_leaves() == 1 ? "f" : "ves", ", got ",
@@ -231,6 +245,9 @@ NodeRef make_scan(CombineRef combine, std::vector<NodeRef> leaves, std::vector<N
         user_error(loc, cat("combine `", combine->name, "` takes ", combine->num_captured(),
                             " captured value", combine->num_captured() == 1 ? "" : "s",
                             " (`with (...)`), got ", captured.size()));
+    if (leaves.empty()) user_error(loc, cat("combine `", combine->name, "` has no leaves; a scan needs at least one"));
+    for (auto& x : leaves) tensor_type(x, "scan", loc);
+    for (auto& x : captured) tensor_type(x, "scan", loc);
     const Type& first = leaves[0]->type();
     int rank = static_cast<int>(first.shape.size());
     if (rank == 0) user_error(loc, cat("cannot scan ", describe(leaves[0]), ": it has no dims"));
@@ -300,7 +317,7 @@ std::vector<NodeRef> scan_outputs(const NodeRef& scan) {
 
 NodeRef make_slice(NodeRef x, std::int64_t dim, Size start, Size stop, std::int64_t step,
                    SourceLoc loc) {
-    const Type& t = x->type();
+    const Type& t = tensor_type(x, "slice", loc);
     int d = normalize_dim(dim, static_cast<int>(t.shape.size()), loc);
     if (step < 1) user_error(loc, cat("slice step must be 1 or more, got ", step));
     Type out = t;
@@ -332,6 +349,7 @@ static void require_joinable(const char* op, int d, const Type& a, const Type& b
 
 NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     if (xs.empty()) user_error(loc, "concat needs at least one tensor");
+    for (auto& x : xs) tensor_type(x, "concat", loc);
     Type out = xs[0]->type();
     out.weak = false;
     int rank = static_cast<int>(out.shape.size());
@@ -351,8 +369,8 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
 }
 
 NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc loc) {
-    const Type& e = even->type();
-    const Type& o = odd->type();
+    const Type& e = tensor_type(even, "interleave", loc);
+    const Type& o = tensor_type(odd, "interleave", loc);
     int rank = static_cast<int>(e.shape.size());
     int d = normalize_dim(dim, rank, loc);
     require_joinable("interleave", d, e, o, loc);

@@ -2,6 +2,17 @@
 
 namespace scanc {
 
+void check_view(const TensorView& view, const std::string& what, const SourceLoc& loc) {
+    if (view.strides.size() != view.sizes.size())
+        user_error(loc, cat(what, " has ", view.sizes.size(), " sizes but ", view.strides.size(), " strides"));
+    bool empty = false;
+    for (int d = 0; d < view.rank(); ++d) {
+        if (view.sizes[d] < 0) user_error(loc, cat(what, " has size ", view.sizes[d], " along dim ", d));
+        empty = empty || view.sizes[d] == 0;
+    }
+    if (!view.data && !empty) user_error(loc, cat(what, " has elements but no data (a null pointer)"));
+}
+
 Bindings bind_inputs(const Program& program, std::span<const TensorView> inputs) {
     if (inputs.size() != program.params.size())
         user_error(program.loc, cat("program `", program.name, "` takes ", program.params.size(),
@@ -14,6 +25,7 @@ Bindings bind_inputs(const Program& program, std::span<const TensorView> inputs)
         const Type& type = param.type();
         const TensorView& in = inputs[i];
         std::string pname = cat("input `", param.name, "`");
+        check_view(in, pname, param.loc);
         if (in.dtype != type.dtype)
             user_error(param.loc, cat("dtype mismatch: ", pname, " must be ", dtype_name(type.dtype),
                                       ", got ", dtype_name(in.dtype)));

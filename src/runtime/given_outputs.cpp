@@ -70,6 +70,7 @@ void check_given_outputs(const Program& program, const Bindings& bindings, std::
         const TensorView& out = outputs[r];
         const Type& type = program.results[r]->type();
         const std::string what = cat("output ", r, " of program `", program.name, "`");
+        check_view(out, what, program.loc);
         if (out.device != device)
             user_error(program.loc, cat(what, " is not on the device the program runs on"));
         if (out.dtype != type.dtype)

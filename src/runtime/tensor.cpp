@@ -37,7 +37,7 @@ Tensor Tensor::empty(DType dtype, std::vector<std::int64_t> sizes) {
     Tensor t;
     std::int64_t n = 1;
     for (auto s : sizes) {
-        SCANC_INTERNAL_CHECK(s >= 0, "negative size ", s);
+        if (s < 0) user_error({}, cat("Tensor::empty: size ", s, " is negative"));
         // evaluate_shape refuses larger sizes; an overflow here would allocate too little.
         SCANC_INTERNAL_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements,
                              "a tensor of more than 2^50 elements");

@@ -1,6 +1,8 @@
 // Definitions and statements of the .scan format; expressions are in parse_expr.cpp.
 #include "scanc/text/parser.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,6 +21,20 @@ bool is_reserved(std::string_view word) {
         if (word == w) return true;
     return false;
 }
+
+}  // namespace scanc::text
+
+namespace scanc {
+
+bool is_text_name(std::string_view name) {
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+           std::all_of(name.begin(), name.end(), word) && !text::is_reserved(name);
+}
+
+}  // namespace scanc
+
+namespace scanc::text {
 
 Parser::Parser(std::vector<Token> tokens, std::string file)
     : tokens_(std::move(tokens)), file_(std::move(file)) {}

@@ -96,17 +96,23 @@ class ProgramBuilder {
 public:
     explicit ProgramBuilder(std::string name) : name_(std::move(name)) {}
 
-    // A size symbol, the same size wherever it appears. `bound`: every run has size <= bound.
+    // A size symbol, the same size wherever it appears: asking again for a name gives the same
+    // symbol. `bound`: every run has size <= bound (given once, or the same each time). The
+    // name is an identifier of the text format (it is printed as written).
     Size symbol(std::string name, std::optional<std::int64_t> bound = std::nullopt);
+    // A parameter of dims that are symbols or sizes >= 0. Its name is a hint for printing (the
+    // printer makes names unique identifiers), and for error messages.
     Expr param(std::string name, DType dtype, Shape shape);
     // Inclusive scan of `leaves` along `dim`; one output per leaf.
     Exprs scan(const CombineRef& combine, const Exprs& leaves, std::int64_t dim,
                bool reverse = false, const Exprs& captured = {});
+    // Each result a tensor computed from this builder's own parameters.
     ProgramRef build(const Exprs& results);
 
 private:
     std::string name_;
     std::vector<NodeRef> params_;
+    std::vector<SymbolRef> symbols_;
 };
 
 }  // namespace scanc::dsl

@@ -45,6 +45,9 @@ public:
 // dtypes, ranks, constant sizes, symbols that must agree, and bounds. CompileError naming the
 // parameter and the dim otherwise.
 Bindings bind_inputs(const Program& program, std::span<const TensorView> inputs);
+// CompileError (at `loc`, naming `what`) unless `view` is well formed: one stride per dim, no
+// negative size, and data where it has elements.
+void check_view(const TensorView& view, const std::string& what, const SourceLoc& loc);
 
 // CompileError unless `options` leaves the outputs to `backend` (it cannot write into given ones).
 void refuse_given_outputs(const RunOptions& options, const Program& program, std::string_view backend);

@@ -28,5 +28,8 @@ namespace scanc {
 Module parse_module(std::string_view text, const std::string& file = "<string>");
 // Reads and parses a file; CompileError naming the file if it cannot be read.
 Module load_module(const std::string& path);
+// Whether `name` can name a value or a size in the text: an identifier (letters, digits and `_`,
+// not starting with a digit) that is not a reserved word.
+bool is_text_name(std::string_view name);
 
 }  // namespace scanc
