@@ -161,8 +161,15 @@ private:
     // device errors); TypeError "`named` is a T; expected `expected`" when it is not a tensor.
     static TensorView import_array(nb::handle object, InputArray& array, const std::string& named,
                                    const std::string& what, const char* expected) {
-        if (!nb::try_cast(object, array))
+        if (!nb::try_cast(object, array)) {
+            PyErr_Clear();  // what the failed cast left (e.g. __dlpack__'s BufferError)
+            // An array DLPack cannot carry (NumPy's object dtype, or bytes not in this machine's order).
+            if (nb::hasattr(object, "dtype") && nb::hasattr(object, "__dlpack__")) {
+                const nb::object dtype = object.attr("dtype");
+                unsupported_dtype(what, nb::cast<std::string>(nb::str(dtype)));
+            }
             throw nb::type_error(cat(named, " is a ", nb::inst_name(object).c_str(), "; expected ", expected).c_str());
+        }
         return to_view(array, what);
     }
 

@@ -92,13 +92,15 @@ Framework parse_framework(std::string_view name) {
     return Framework::DLPack;
 }
 
+void unsupported_dtype(std::string_view what, std::string_view dtype) {
+    user_error({}, cat(what, " has dtype ", dtype, ", which scanc does not support; expected one of bool i8 i16 ",
+                       "i32 i64 u8 f16 bf16 f32 f64, in the machine's byte order"));
+}
+
 TensorView to_view(const InputArray& array, std::string_view what) {
     TensorView view;
     auto dtype = from_dlpack(array.dtype());
-    if (!dtype)
-        user_error({}, cat(what, " has dtype ", dlpack_dtype_str(array.dtype()),
-                           ", which scanc does not support; expected one of bool i8 i16 i32 i64 "
-                           "u8 f16 bf16 f32 f64"));
+    if (!dtype) unsupported_dtype(what, dlpack_dtype_str(array.dtype()));
     view.dtype = *dtype;
     switch (array.device_type()) {
         case nb::device::cpu::value:

@@ -24,6 +24,8 @@ using InputArray = nanobind::ndarray<nanobind::ro>;
 // A view of `array`'s memory. ValueError-type CompileError for a dtype or device scanc lacks;
 // `what` names the argument in that message.
 TensorView to_view(const InputArray& array, std::string_view what);
+// CompileError: `what` has `dtype`, which scanc cannot read.
+[[noreturn]] void unsupported_dtype(std::string_view what, std::string_view dtype);
 
 // Hands `tensor` to Python without copying. NumPy has no bf16: a bf16 result bound for NumPy is
 // widened (exactly) to a float32 array.

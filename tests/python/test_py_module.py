@@ -166,6 +166,9 @@ def test_an_unknown_program_is_a_value_error():
     pytest.param((), "1 input", id="count"),
     pytest.param((np.ones(3), np.ones(3)), "1 input", id="too-many"),
     pytest.param((np.ones(3, np.complex128),), "complex", id="unsupported-dtype"),
+    # arrays DLPack cannot carry: named by their dtype, not called "not a tensor"
+    pytest.param((np.ones(3, ">f8" if np.little_endian else "<f8"),), "[<>]f8.*byte order", id="foreign-byte-order"),
+    pytest.param((np.array([1.0, None, 2.0], dtype=object),), "dtype object", id="object-dtype"),
 ])
 def test_inputs_that_do_not_fit_the_program_are_value_errors(inputs, pattern):
     with pytest.raises(ValueError, match=pattern):
