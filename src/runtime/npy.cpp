@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -148,6 +149,7 @@ std::string_view descr_of(DType t) {
 }  // namespace
 
 Tensor read_npy(const std::string& path) {
+    if (std::error_code ec; std::filesystem::is_directory(path, ec)) npy_error(path, "cannot read it: it is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) npy_error(path, "cannot open the file (it does not exist or is not readable)");
     in.seekg(0, std::ios::end);

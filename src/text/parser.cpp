@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -437,6 +438,9 @@ Module parse_module(std::string_view text, const std::string& file) {
 }
 
 Module load_module(const std::string& path) {
+    // A directory opens as a stream that reads nothing, which would parse as an empty module.
+    if (std::error_code ec; std::filesystem::is_directory(path, ec))
+        user_error({path, 0, 0}, "cannot read the file: it is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) user_error({path, 0, 0}, cat("cannot read the file: ", std::strerror(errno)));
     std::ostringstream text;

@@ -106,6 +106,16 @@ def test_a_missing_file_is_named(tmp_path):
         assert_user_error(scanc(command, missing), re.escape(str(missing)))
 
 
+def test_a_directory_given_as_a_file_is_named_as_one(tmp_path):
+    folder = tmp_path / "programs.scan"
+    folder.mkdir()
+    for command in ("run", "check", "print"):
+        assert_user_error(scanc(command, folder), re.escape(f"{folder}: error: cannot read the file: it is a directory"))
+    inputs = tmp_path / "x.npy"
+    inputs.mkdir()
+    assert_user_error(cumsum_run(tmp_path, "--input", f"x={inputs}"), re.escape(f"{inputs}: error: cannot read it: it is a directory"))
+
+
 def test_an_unknown_program_is_named_with_the_ones_there_are():
     assert_user_error(scanc("run", EXAMPLES / "cumsum.scan", "--program", "nope",
                             "--random", "N=2,T=3"), "nope", "cumsum")
