@@ -36,6 +36,11 @@ std::vector<Case> associative_cases() {
     auto reversed_affine = test::pair("reversed_affine", [](Expr a1, Expr b1, Expr a2, Expr b2) {
         return Exprs{a1 * a2, a1 * b2 + b1};
     });
+    // A running mean whose count is an integer leaf (torch users write counts as int64).
+    auto mean_int_count = test::pair("mean_int_count", [](Expr n1, Expr m1, Expr n2, Expr m2) {
+        Expr n = n1 + n2;
+        return Exprs{n, m1 + (m2 - m1) * cast(DType::F64, n2) / cast(DType::F64, n)};
+    });
     using enum DType;
     std::vector<Case> cases = {
         {"sum f32", sum, {F32}},       {"sum f64", sum, {F64}},
@@ -59,6 +64,8 @@ std::vector<Case> associative_cases() {
         {"matmul f64", test::matmul2x2(), {F64, F64, F64, F64}},
         {"matmul bf16", test::matmul2x2(), {BF16, BF16, BF16, BF16}},
         {"matmul i32 wraps", test::matmul2x2(), {I32, I32, I32, I32}},
+        {"mean with an i64 count", mean_int_count, {I64, F64}},
+        {"mean with an i32 count", mean_int_count, {I32, F64}},
         {"welford f32", test::welford(), {F32, F32, F32}},
         {"welford f64", test::welford(), {F64, F64, F64}},
         {"segmented sum f32", test::segmented_sum(), {F32, Bool}},
@@ -145,6 +152,16 @@ TEST(CheckAssociative, RejectsNonAssociativeCombinesWithACounterexampleWhoseValu
         EXPECT_EQ(std::stod(m[6]), c.f(a, bc)) << c.label << ": " << r.counterexample;
         EXPECT_NE(c.f(ab, cc), c.f(a, bc)) << c.label;
     }
+}
+
+TEST(CheckAssociative, IntegerLeavesBesideFloatsStillExposeANonAssociativeFloatPart) {
+    // Full-range integers skip only float differences they alone could cause.
+    auto count_and_sub = test::pair("count_and_sub", [](Expr n1, Expr x1, Expr n2, Expr x2) {
+        return Exprs{n1 + n2, x1 - x2 * cast(DType::F64, n2)};
+    });
+    DType leaves[] = {DType::I64, DType::F64};
+    for (std::uint64_t seed = 0; seed < 8; ++seed)
+        EXPECT_FALSE(check_associative(*count_and_sub, leaves, {}, 256, seed).associative) << seed;
 }
 
 TEST(CheckAssociative, CounterexampleNamesCapturedValuesAndTuples) {

@@ -121,3 +121,35 @@ def test_a_gradient_of_a_gradient_is_refused_by_name():
                                    create_graph=True)
     with pytest.raises(NotImplementedError, match="gradients of gradients"):
         torch.autograd.grad(first.sum(), x)
+
+
+def _loop_grad(combine, x, weights):
+    x = x.detach().requires_grad_()
+    return torch.autograd.grad((loops.loop_scan(combine, x, 1) * weights).sum(), x)[0]
+
+
+def _scan_grad(combine, x, weights):
+    x = x.detach().requires_grad_()
+    return torch.autograd.grad((st.associative_scan(combine, x, 1) * weights).sum(), x)[0]
+
+
+@pytest.mark.parametrize("combine", [
+    lambda a, b: torch.maximum(a.abs(), b.abs()),
+    lambda a, b: torch.minimum(a.abs(), b.abs()),
+    lambda a, b: torch.maximum(a.clamp(min=0), b.clamp(min=0)),
+], ids=["max-abs", "min-abs", "max-clamp"])
+def test_ties_split_the_gradient_evenly_through_abs_and_clamp_as_torch_does(combine):
+    # Repeated values make the running value tie with the next element; the halves of a tie
+    # must not round to zero (the derivatives of abs and clamp are integer-valued).
+    x = torch.tensor([[1.0, 2.0, 2.0, -2.0, 3.0, 3.0]], dtype=torch.float64)
+    w = torch.arange(1.0, 7.0, dtype=torch.float64)
+    want = _loop_grad(combine, x, w)
+    assert torch.equal(_scan_grad(combine, x, w), want)
+    assert (want != 0).any()
+
+
+@pytest.mark.parametrize("op", [torch.fmax, torch.fmin])
+def test_fmax_and_fmin_send_a_tie_s_gradient_to_the_first_operand_as_torch_does(op):
+    x = torch.tensor([[1.0, 1.0, float("nan"), 1.0, 0.5]], dtype=torch.float64)
+    w = torch.arange(1.0, 6.0, dtype=torch.float64)
+    assert torch.equal(_scan_grad(op, x, w), _loop_grad(op, x, w))

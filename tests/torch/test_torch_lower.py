@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from torch._higher_order_ops.associative_scan import associative_scan as torch_associative_scan
+from torch._higher_order_ops.associative_scan import associative_scan_op
 from torch.export import Dim
 
 import scanc.torch as st
@@ -49,6 +50,46 @@ def test_an_unbounded_dynamic_length_needs_a_bound():
     lowered = st.lower_associative_scans(ep, bounds=50)
     x = randn(3, 50, seed=2)
     torch.testing.assert_close(lowered.module()(x, tau), reference(x, tau))
+
+
+@pytest.mark.parametrize("bounds, error", [
+    (0, ValueError), (-3, ValueError), (1, ValueError), ({"s27": 0}, ValueError),
+    (16.5, TypeError), ("16", TypeError), (True, TypeError), ({"s27": 8.0}, TypeError),
+], ids=["zero", "negative", "below-the-dim-min", "zero-by-name", "float", "str", "bool",
+        "float-by-name"])
+def test_a_bound_that_is_no_length_or_below_the_smallest_is_refused(bounds, error):
+    ep = export(ScancOpModel())  # L in [2, 100]
+    with pytest.raises(error, match="lower_associative_scans: bound"):
+        st.lower_associative_scans(ep, bounds=bounds)
+
+
+class Harmonic(torch.nn.Module):
+    def forward(self, x):  # 1 / (1/a + 1/b): parallel resistances
+        return st.associative_scan(lambda a, b: 1 / (1 / a + 1 / b), x, 0)
+
+
+class TorchsReciprocal(torch.nn.Module):
+    def forward(self, x):
+        (y,) = associative_scan_op(
+            lambda a, b: (torch.reciprocal(torch.reciprocal(a) + torch.reciprocal(b)),), [x], ())
+        return y
+
+
+@pytest.mark.parametrize("model", [Harmonic(), TorchsReciprocal()], ids=["scanc", "torch"])
+@pytest.mark.parametrize("algorithm", ["hillis-steele", "work-efficient"])
+def test_a_number_divided_by_a_value_lowers_without_a_pad(model, algorithm):
+    x = torch.rand(9, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4)) + 0.5
+    lowered = st.lower_associative_scans(torch.export.export(model, (x,)), algorithm=algorithm)
+    assert_primitive(lowered)
+    torch.testing.assert_close(lowered.module()(x), 1 / (1 / x).cumsum(0))
+
+
+@pytest.mark.parametrize("mode", ["real", "fake"])
+def test_a_graph_module_made_by_make_fx_is_lowered(mode):
+    from torch.fx.experimental.proxy_tensor import make_fx
+    x = randn(2, 9)
+    gm = make_fx(lambda v: st.associative_scan(lambda a, b: a + b, v, 1), tracing_mode=mode)(x)
+    torch.testing.assert_close(st.lower_associative_scans(gm)(x), x.cumsum(1))
 
 
 def test_a_graph_module_is_lowered_too():

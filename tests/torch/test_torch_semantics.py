@@ -81,6 +81,46 @@ def test_fmax_and_fmin_ignore_nan_as_torch_does(op):
     assert_scan_matches_torch(op, x.flip(1), reverse=True)
 
 
+@pytest.mark.parametrize("op", [torch.fmax, torch.fmin])
+def test_fmax_and_fmin_keep_the_first_of_equal_operands_as_torch_does(op):
+    x = torch.tensor([[-0.0, 0.0, -0.0, 1.0, 1.0]])
+    got = st.associative_scan(op, x, 1)
+    want = loop_scan(op, x, 1)
+    assert torch.equal(got, want) and torch.equal(got.signbit(), want.signbit())
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.uint16, torch.float8_e4m3fn])
+def test_leaves_of_a_dtype_scanc_lacks_are_refused_by_name_before_tracing(dtype):
+    with pytest.raises(ValueError, match=f"dtype {dtype} is not supported"):
+        st.associative_scan(lambda a, b: a + b, torch.ones(2, 4).to(dtype), 1)
+
+
+def test_a_captured_tensor_of_a_dtype_scanc_lacks_is_refused_by_name():
+    c = torch.tensor(1 + 1j)
+    with pytest.raises(ValueError, match="dtype torch.complex64 is not supported"):
+        st.associative_scan(lambda a, b: a + b * c, torch.ones(2, 4), 1)
+
+
+def test_a_combine_may_return_a_captured_tensor_it_used_nowhere_else():
+    reset = torch.tensor(-1.0)
+    x = torch.arange(6.0).reshape(1, 6)
+    assert_scan_matches_torch(lambda a, b: reset, x)
+
+
+def test_a_running_mean_with_an_integer_count_is_associative():
+    def running_mean(left, right):
+        n1, m1 = left
+        n2, m2 = right
+        n = n1 + n2
+        return n, m1 + (m2 - m1) * n2 / n
+
+    x = torch.randn(2, 17, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    counts = torch.ones_like(x, dtype=torch.int64)
+    n, mean = st.associative_scan(running_mean, (counts, x), 1)
+    assert torch.equal(n, counts.cumsum(1))
+    torch.testing.assert_close(mean, x.cumsum(1) / counts.cumsum(1))
+
+
 def test_mixed_dtypes_promote_as_in_torch():
     ints = integers(33, seed=3).to(torch.int32)
     step = torch.tensor(3, dtype=torch.int64)  # zero-dim: does not widen int32 leaves

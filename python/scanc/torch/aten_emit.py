@@ -89,8 +89,14 @@ class Emitter:
                 return self._binary(flipped[op], b, a, [True, False])
             if op == "-":
                 return self.call(aten.rsub.Scalar, b, a)
-            # / and %: the constant as a tensor like b, so the division rounds once.
-            return self._binary(op, self.call(aten.full_like.default, b, a), b, [True, True])
+            # / and %: the constant as a zero-dim tensor of b's dtype (it broadcasts), so the
+            # division rounds once; a tensor like b would be a pad (check_lowered).
+            dtype = _dtype_of(b)
+            if dtype is None:
+                raise ValueError(f"lower_associative_scans: cannot tell the dtype of {b} for "
+                                 f"`{a} {op} {b.name}`")
+            return self._binary(op, self.call(aten.scalar_tensor.default, a, dtype=dtype), b,
+                                [True, True])
         overload = "Tensor" if tensors[1] else "Scalar"
         if op in ("and", "or"):
             return self.call(BINARY[op].default, a, b)

@@ -24,6 +24,11 @@ def _sign(x: Node) -> Node:
                 make("where", make("<", x, ZERO), const(-1), ZERO))
 
 
+# Integer literals stay integers in the text (weak i64), so a derivative made only of them, such
+# as sign(a) or a clamp's where(.., 1, 0), would divide as integers: halves are float literals.
+_TWO = const(2.0)
+
+
 def _local(node: Node, d: list[Node]) -> Node:
     """The derivative of `node` given the derivatives `d` of its operands."""
     op, args = node.op, node.args
@@ -76,7 +81,7 @@ def _local(node: Node, d: list[Node]) -> Node:
         b, db = args[1], d[1]
         wins = make("<" if op == "min" else ">", a, b)
         loses = make(">" if op == "min" else "<", a, b)
-        tie = make("/", make("+", da, db), const(2))
+        tie = make("/", make("+", da, db), _TWO)
         return make("where", wins, da, make("where", loses, db, tie))
     if op == "logaddexp":
         b, db = args[1], d[1]

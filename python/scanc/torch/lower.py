@@ -13,6 +13,7 @@ one graph serves every S <= M.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import operator
 
@@ -127,9 +128,29 @@ def _propagate_meta(gm: fx.GraphModule) -> None:
             n.meta["val"] = out
             return out
 
-    # The program holds for every length: nothing here may add a guard.
-    with mode, mode.shape_env.suppress_guards():
+    # The program holds for every length: nothing here may add a guard (a graph traced with
+    # real sizes has no shape environment, so nothing to guard).
+    no_guards = mode.shape_env.suppress_guards() if mode.shape_env else contextlib.nullcontext()
+    with mode, no_guards:
         Propagate(gm, mode).propagate_dont_convert_inputs(*vals)
+
+
+def _check_bounds(bounds) -> None:
+    """TypeError or ValueError unless `bounds` is None, a length of at least 1, or such lengths
+    by size expression."""
+    def check(value, what: str) -> None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"lower_associative_scans: {what} must be an int, got {value!r}")
+        if value < 1:
+            raise ValueError(f"lower_associative_scans: {what} must be 1 or more, got {value}")
+
+    if bounds is None:
+        return
+    if isinstance(bounds, dict):
+        for name, value in bounds.items():
+            check(value, f"bounds[{name!r}]")
+    else:
+        check(bounds, "bounds (an int for every dynamic length, or a dict by size)")
 
 
 def lower_associative_scans(program, algorithm: str = "auto",
@@ -142,6 +163,7 @@ def lower_associative_scans(program, algorithm: str = "auto",
     if algorithm not in ALGORITHMS:
         raise ValueError(f"lower_associative_scans: algorithm={algorithm!r}; expected one of "
                          f"{', '.join(repr(a) for a in ALGORITHMS)}")
+    _check_bounds(bounds)
     exported = isinstance(program, torch.export.ExportedProgram)
     original = program.graph_module if exported else program
     gm = copy.deepcopy(original)

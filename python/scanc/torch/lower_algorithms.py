@@ -58,6 +58,10 @@ def _bound(length, bounds) -> int:
         raise ValueError(f"lower_associative_scans: the scan length {expr} is dynamic and "
                          f"unbounded; pass bounds={{'{expr}': M}} (or an int) or export with "
                          f"Dim(..., max=M)")
+    lower = length.node.shape_env.bound_sympy(expr).lower
+    if lower.is_number and bound < int(lower):
+        raise ValueError(f"lower_associative_scans: bound {bound} for the scan length {expr} is "
+                         f"below its smallest value, {int(lower)}")
     return bound
 
 

@@ -219,6 +219,8 @@ def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
         if x.layout != torch.strided:
             raise ValueError(f"associative_scan: leaf {i} of xs is a {x.layout} tensor; scanc "
                              f"scans dense (strided) tensors: call .to_dense() first")
+    for x in leaves:
+        programs.dtype_name(x)  # ValueError for a dtype scanc lacks, before tracing meets it
     first = leaves[0]
     for i, x in enumerate(leaves):
         if x.shape != first.shape:

@@ -294,6 +294,14 @@ def _typeof(v) -> tuple[torch.dtype, int]:
                      f"got {type(v)}")
 
 
+def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
+    promoted = _PROMOTE.get((a, b))
+    if promoted is None:  # a captured tensor of a dtype scanc lacks (leaves are checked before)
+        bad = a if a not in DTYPE_NAMES else b
+        raise ValueError(f"associative_scan: dtype {bad} is not supported by scanc")
+    return promoted
+
+
 def _join(higher, lower):
     # c10's combine_categories: a lower rank decides only where its category is higher.
     if higher is None or lower is None:
@@ -301,7 +309,7 @@ def _join(higher, lower):
     if higher in _FLOATS:
         return higher
     if higher == torch.bool or lower in _FLOATS:
-        return _PROMOTE[(higher, lower)]
+        return _promote(higher, lower)
     return higher
 
 
@@ -309,7 +317,7 @@ def _result_type(*values) -> torch.dtype:
     ranks = [None, None, None]
     for v in values:
         dtype, rank = _typeof(v)
-        ranks[rank] = dtype if ranks[rank] is None else _PROMOTE[(ranks[rank], dtype)]
+        ranks[rank] = dtype if ranks[rank] is None else _promote(ranks[rank], dtype)
     return _join(ranks[2], _join(ranks[1], ranks[0]))
 
 
@@ -445,13 +453,17 @@ def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     if op in ("minimum", "maximum"):
         return _call(rec, "min" if op == "minimum" else "max", [a, b], dtype, dtype)
     if op in ("fmin", "fmax"):
-        # NaN-ignoring: the other operand where one is NaN. Operands cast once, used thrice.
-        x, y = (Tracer(rec, _operand(rec, v, dtype), dtype) for v in (a, b))
-        m = _call(rec, "min" if op == "fmin" else "max", [x, y], dtype, dtype)
         if dtype not in _FLOATS:
-            return m
-        m = _where(rec, _emit(rec, f"{y._name} != {y._name}", torch.bool), x, m)
-        return _where(rec, _emit(rec, f"{x._name} != {x._name}", torch.bool), y, m)
+            return _call(rec, "min" if op == "fmin" else "max", [a, b], dtype, dtype)
+        # As torch computes and differentiates them: the first operand where it is at least
+        # (fmin: at most) the second or the second is NaN, so ties (and -0 against +0) take
+        # the first, and NaN only where both are. Operands cast once, used twice.
+        x, y = (Tracer(rec, _operand(rec, v, dtype), dtype) for v in (a, b))
+        cmp = ">=" if op == "fmax" else "<="
+        first = _emit(rec, f"{x._name} {cmp} {y._name}", torch.bool)
+        y_nan = _emit(rec, f"{y._name} != {y._name}", torch.bool)
+        keep = _emit(rec, f"{first._name} or {y_nan._name}", torch.bool)
+        return _where(rec, keep, x, y)
     if op == "logaddexp":
         if dtype not in _FLOATS:
             dtype = torch.get_default_dtype()
@@ -616,7 +628,7 @@ def trace_combine(combine_fn, spec, dtypes: list[torch.dtype]) -> tuple[str, lis
     if out_spec != spec:
         raise ValueError(f"associative_scan: combine_fn returned a pytree of structure "
                          f"{out_spec}, but xs has {spec}")
-    return _text(rec, len(dtypes), len(rec.captured), out_leaves), rec.captured
+    return _text(rec, len(dtypes), None, out_leaves), rec.captured
 
 
 def trace_graph(graph_fn, dtypes: list[torch.dtype], captured: list[torch.dtype]) -> str:
@@ -633,8 +645,12 @@ def trace_graph(graph_fn, dtypes: list[torch.dtype], captured: list[torch.dtype]
     return _text(rec, len(dtypes), len(captured), list(out))
 
 
-def _text(rec: _Recorder, num_leaves: int, num_captured: int, out_leaves: list) -> str:
+def _text(rec: _Recorder, num_leaves: int, num_captured: int | None, out_leaves: list) -> str:
+    """num_captured None: the recorder's, counted after the results (one may be a captured
+    tensor that nothing before the return used)."""
     results = [_operand(rec, v) for v in out_leaves]
+    if num_captured is None:
+        num_captured = len(rec.captured)
     lnames = ", ".join([f"l{i}" for i in range(num_leaves)])
     rnames = ", ".join([f"r{i}" for i in range(num_leaves)])
     cnames = ", ".join([f"c{i}" for i in range(num_captured)])
