@@ -191,6 +191,59 @@ def test_a_float_closure_under_compile_with_dynamic_shapes_follows_its_value():
         torch._dynamo.reset()
 
 
+NUMBER_BOUND = {  # associative for their numbers only, and what they scan to
+    "l2-norm": (lambda a, b: (a * a + b * b) ** 0.5, lambda x: x.square().cumsum(1).sqrt()),
+    "tanh-addition": (lambda a, b: (a + b) / (1.0 + a * b), lambda x: x.atanh().cumsum(1).tanh()),
+}
+
+
+class Scan(torch.nn.Module):
+    def __init__(self, combine):
+        super().__init__()
+        self.combine = combine
+
+    def forward(self, x):
+        return st.associative_scan(self.combine, x, 1)
+
+
+def small_positive(n, seed=0):
+    return torch.rand(2, n, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)) * 0.3 + 0.1
+
+
+@pytest.mark.parametrize("name", list(NUMBER_BOUND))
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_combine_associative_for_its_float_literal_only_compiles(name, dynamic):
+    # Under Dynamo its floats travel as captured values; the check must use their values.
+    combine, want = NUMBER_BOUND[name]
+    compiled = torch.compile(Scan(combine), backend="eager", fullgraph=True, dynamic=dynamic)
+    for n in (8, 13):
+        x = small_positive(n, seed=n)
+        torch.testing.assert_close(compiled(x), want(x))
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("name", list(NUMBER_BOUND))
+def test_a_combine_associative_for_its_float_literal_only_exports_and_lowers(name):
+    combine, want = NUMBER_BOUND[name]
+    exported = torch.export.export(Scan(combine), (small_positive(8),),
+                                   dynamic_shapes={"x": {1: torch.export.Dim("L", min=2, max=40)}})
+    lowered = st.lower_associative_scans(exported)
+    for n in (2, 8, 33):
+        x = small_positive(n, seed=n)
+        torch.testing.assert_close(exported.module()(x), want(x))
+        torch.testing.assert_close(lowered.module()(x), want(x))
+
+
+def test_a_combine_with_a_float_literal_that_is_not_associative_is_refused_compiled_and_lowered():
+    scan = Scan(lambda a, b: a - 0.5 * b)
+    x = small_positive(8)
+    with pytest.raises(ValueError, match="not associative"):
+        torch.compile(scan, backend="eager", fullgraph=True, dynamic=True)(x)
+    torch._dynamo.reset()
+    with pytest.raises(ValueError, match="not associative"):
+        st.lower_associative_scans(torch.export.export(scan, (x,)))
+
+
 class Halving(torch.nn.Module):
     def forward(self, x):
         return st.associative_scan(last_where_half_exceeds_one, x, 1)

@@ -20,7 +20,7 @@ import operator
 import torch
 import torch.fx as fx
 
-from . import ir
+from . import ir, programs
 from .lower_algorithms import ALGORITHMS, CLAMPED, INT_MAX, SAME_SHAPE, lower_scan
 from .trace import trace_graph
 
@@ -55,6 +55,8 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
     else:
         program, xs, captured, dim, reverse = node.args[:5]
         xs, captured, combine_attr = list(xs), list(captured), None
+        if programs.number_captures(program):
+            program, captured = _pinned(program, xs, captured, dim, reverse)
         comb = ir.parse_combine(program)
     length = node.meta["val"][0].shape[dim]  # the scan's own (operands may be new nodes)
     with gm.graph.inserting_before(node):
@@ -70,6 +72,40 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
     if combine_attr is not None and not combine_attr.users:
         gm.graph.erase_node(combine_attr)
         gm.delete_submodule(combine_attr.target)
+
+
+_CARRY_VALUE = {aten.reshape.default, aten.view.default, aten.expand.default,
+                aten.unsqueeze.default, aten.clone.default}
+
+
+def _number(node):
+    """The zero-dim tensor a captured number's node computes, where the graph holds its value
+    (aten.scalar_tensor of a constant, reshaped), else None (a symbolic number)."""
+    while isinstance(node, fx.Node) and node.op == "call_function" and node.target in _CARRY_VALUE:
+        node = node.args[0]
+    if (isinstance(node, fx.Node) and node.target is aten.scalar_tensor.default
+            and isinstance(node.args[0], (bool, int, float))):
+        return torch.scalar_tensor(node.args[0], dtype=node.kwargs.get("dtype"))
+    return None
+
+
+def _pinned(program: str, xs: list[fx.Node], captured: list[fx.Node], dim: int, reverse: bool):
+    """A scanc op's combine with its captured numbers written as literals where the graph holds
+    their values, and the captured nodes that remain, after the associativity check the op's
+    fake implementation leaves to where the numbers are known (op.py): a combine with a number
+    the graph does not hold (symbolic) must be associative for every value."""
+    values = list(captured)
+    for k in programs.number_captures(program):
+        value = _number(captured[k])
+        if value is None:
+            values = None
+            break
+        values[k] = value
+    if values is not None:
+        program, captured = programs.pin_numbers(program, values)
+    programs.forward(program, [x.meta["val"] for x in xs], [c.meta["val"] for c in captured],
+                     dim, reverse)
+    return program, captured
 
 
 def check_lowered(gm: fx.GraphModule) -> None:

@@ -27,6 +27,7 @@ from .trace import trace_combine
 
 def _scan(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
           reverse: bool) -> list[Tensor]:
+    program, captured = programs.pin_numbers(program, list(captured))
     compiled = programs.forward(program, xs, captured, dim, reverse)
     # On CUDA the results go into tensors of torch's allocator: torch.compile's CUDA graphs
     # (reduce-overhead) want every output in their memory pool, in warm-up runs and captures.
@@ -43,8 +44,12 @@ def scan_op(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
 @scan_op.register_fake
 def _scan_fake(program, xs, captured, dim, reverse):
     # The check an eager call makes (cached per signature), so that torch.export and
-    # torch.compile refuse a non-associative combine too, before any run or lowering.
-    programs.forward(program, xs, captured, dim, reverse)
+    # torch.compile refuse a non-associative combine too, before any run or lowering. A
+    # combine with captured Python numbers (floats under Dynamo) may be associative for their
+    # values only, which are unknown here: it is checked where they are known, at its runs
+    # (_scan) and when lowered (lower.py).
+    if not programs.number_captures(program):
+        programs.forward(program, xs, captured, dim, reverse)
     return [x.new_empty(x.shape) for x in xs]
 
 

@@ -15,6 +15,7 @@ backward: for y_t = f(y_{t-1}, x_t) (y_0 = x_0) with Jacobians L_t = df/dleft, R
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 
@@ -99,6 +100,43 @@ def run(compiled: CompiledScan, inputs: list[torch.Tensor],
     ptrs = [t.data_ptr() for t in inputs]
     outs = [_from_dlpack(o) for o in outs]  # framework="dlpack": scanc hands back capsules
     return tuple(o.clone() if o.data_ptr() in ptrs else o for o in outs)
+
+
+_NUMBERS = re.compile(r"#\s*numbers((?:\s+c\d+)+)\s*$")
+_CAPTURED_NAME = re.compile(r"\bc(\d+)\b")
+
+
+def number_captures(text: str) -> list[int]:
+    """The indices of the captured values that the tracer made from Python numbers (under
+    Dynamo a float has no text, so it travels as a zero-dim tensor: trace.py)."""
+    marker = _NUMBERS.search(text) if "#" in text else None
+    return [int(name[1:]) for name in marker.group(1).split()] if marker else []
+
+
+def _literal(value: torch.Tensor) -> str:
+    if value.dtype == torch.bool:
+        return "1" if value.item() else "0"
+    return ir.literal(float(value.item()) if value.is_floating_point() else int(value.item()))
+
+
+def pin_numbers(text: str, captured: list) -> tuple[str, list]:
+    """The combine with its captured numbers written as literals of `values` (captured[k] for
+    each number k, a zero-dim tensor, or a Python number), as an eager trace writes them, and
+    the captured values that remain. A combine may be associative for its numbers only
+    (`(a * a + b * b) ** 0.5`), so it is checked and compiled with them."""
+    numbers = set(number_captures(text))
+    if not numbers:
+        return text, captured
+    kept = [k for k in range(len(captured)) if k not in numbers]
+    names = {k: f"c{i}" for i, k in enumerate(kept)}
+    for k in numbers:
+        v = captured[k]
+        names[k] = _literal(v) if isinstance(v, torch.Tensor) else ir.literal(v)
+    combine = _NUMBERS.sub("", text).rstrip()
+    head, brace, body = combine.partition("{")
+    head = re.sub(r";[^)]*\)", (f"; {', '.join(names[k] for k in kept)})" if kept else ")"), head)
+    body = _CAPTURED_NAME.sub(lambda m: names[int(m.group(1))], body)
+    return head + brace + body, [captured[k] for k in kept]
 
 
 def _compiled(key: tuple, build) -> CompiledScan:

@@ -656,4 +656,9 @@ def _text(rec: _Recorder, num_leaves: int, num_captured: int | None, out_leaves:
     cnames = ", ".join([f"c{i}" for i in range(num_captured)])
     tail = f"; {cnames}" if num_captured else ""
     body = "; ".join(rec.lines + [f"return {', '.join(results)}"])
-    return f"combine combine_fn({lnames} | {rnames}{tail}) {{ {body} }}"
+    # Which captured values are Python numbers (programs.pin_numbers writes them back as
+    # literals where their values are known); a comment after the combine, which is all scanc
+    # and ir.parse_combine read.
+    numbers = [f"c{i}" for i, c in enumerate(rec.captured) if any(c is t for _, t in rec.numbers)]
+    marker = f" # numbers {' '.join(numbers)}" if numbers else ""
+    return f"combine combine_fn({lnames} | {rnames}{tail}) {{ {body} }}{marker}"
