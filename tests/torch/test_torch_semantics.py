@@ -244,6 +244,21 @@ def test_a_combine_with_a_float_literal_that_is_not_associative_is_refused_compi
         st.lower_associative_scans(torch.export.export(scan, (x,)))
 
 
+@pytest.mark.parametrize("combine", [
+    lambda n: lambda a, b: torch.clamp(torch.maximum(a, b), max=n),
+    lambda n: lambda a, b: torch.where(torch.gt(b, n), b, a),
+    lambda n: lambda a, b: torch.maximum(a, b) + n - n,
+], ids=["clamp", "torch.gt", "arithmetic"])
+def test_a_combine_may_use_a_size_of_its_input_under_dynamic_shapes(combine):
+    def model(v):  # v.shape[1] is a symbolic int under dynamic=True
+        return st.associative_scan(combine(v.shape[1]), v, 1)
+
+    compiled = torch.compile(model, backend="eager", fullgraph=True, dynamic=True)
+    for x in (torch.tensor([[3.0, 9.0, 1.0, 12.0, 2.0, 4.0, 8.0]]), torch.arange(12.0).flip(0)[None]):
+        assert torch.equal(compiled(x), model(x))
+    torch._dynamo.reset()
+
+
 class Halving(torch.nn.Module):
     def forward(self, x):
         return st.associative_scan(last_where_half_exceeds_one, x, 1)

@@ -342,9 +342,12 @@ def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
             return name
         return _emit(rec, f"{DTYPE_NAMES[dtype]}({name})", dtype)._name
     # A symbolic number has no text: it is captured as a zero-dim tensor of it instead. Under
-    # Dynamo a closure's float may be symbolic though isinstance says float, and nothing that
-    # Dynamo traces tells the two apart, so there every float is captured.
-    if _is_symbolic(v) or (isinstance(v, float) and torch.compiler.is_compiling()):
+    # Dynamo a closure's float may be symbolic though isinstance says float (an int too: a size
+    # of a tensor under dynamic shapes), and nothing that Dynamo traces tells the two apart, so
+    # there every number but a bool is captured; where it runs, and where lowering finds its
+    # value, it becomes a literal again (programs.pin_numbers).
+    if _is_symbolic(v) or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                           and torch.compiler.is_compiling()):
         want = dtype if dtype is not None else _typeof(v)[0]
         tensor = None
         for number, t in rec.numbers:  # one captured value per number and dtype
