@@ -102,6 +102,7 @@ def run(compiled: CompiledScan, inputs: list[torch.Tensor],
     return tuple(o.clone() if o.data_ptr() in ptrs else o for o in outs)
 
 
+_PINNED: dict[tuple, tuple[str, list[int]]] = {}  # (text, literals) -> (pinned text, kept)
 _NUMBERS = re.compile(r"#\s*numbers((?:\s+c\d+)+)\s*$")
 _CAPTURED_NAME = re.compile(r"\bc(\d+)\b")
 
@@ -124,19 +125,26 @@ def pin_numbers(text: str, captured: list) -> tuple[str, list]:
     each number k, a zero-dim tensor, or a Python number), as an eager trace writes them, and
     the captured values that remain. A combine may be associative for its numbers only
     (`(a * a + b * b) ** 0.5`), so it is checked and compiled with them."""
-    numbers = set(number_captures(text))
+    numbers = number_captures(text)
     if not numbers:
         return text, captured
-    kept = [k for k in range(len(captured)) if k not in numbers]
-    names = {k: f"c{i}" for i, k in enumerate(kept)}
-    for k in numbers:
-        v = captured[k]
-        names[k] = _literal(v) if isinstance(v, torch.Tensor) else ir.literal(v)
-    combine = _NUMBERS.sub("", text).rstrip()
-    head, brace, body = combine.partition("{")
-    head = re.sub(r";[^)]*\)", (f"; {', '.join(names[k] for k in kept)})" if kept else ")"), head)
-    body = _CAPTURED_NAME.sub(lambda m: names[int(m.group(1))], body)
-    return head + brace + body, [captured[k] for k in kept]
+    literals = tuple(_literal(v) if isinstance(v, torch.Tensor) else ir.literal(v)
+                     for v in (captured[k] for k in numbers))
+    key = (text, literals)
+    with _LOCK:
+        hit = _PINNED.get(key)
+    if hit is None:
+        kept = [k for k in range(len(captured)) if k not in numbers]
+        names = {k: f"c{i}" for i, k in enumerate(kept)} | dict(zip(numbers, literals))
+        head, brace, body = _NUMBERS.sub("", text).rstrip().partition("{")
+        head = re.sub(r";[^)]*\)", f"; {', '.join(names[k] for k in kept)})" if kept else ")", head)
+        body = _CAPTURED_NAME.sub(lambda m: names[int(m.group(1))], body)
+        hit = (head + brace + body, kept)
+        with _LOCK:
+            if len(_PINNED) > 4096:  # a number that changes every call: keep memory bounded
+                _PINNED.clear()
+            _PINNED[key] = hit
+    return hit[0], [captured[k] for k in hit[1]]
 
 
 def _compiled(key: tuple, build) -> CompiledScan:
