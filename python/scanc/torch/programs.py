@@ -121,9 +121,9 @@ def _literal(value: torch.Tensor) -> str:
 
 
 def pin_numbers(text: str, captured: list) -> tuple[str, list]:
-    """The combine with its captured numbers written as literals of `values` (captured[k] for
-    each number k, a zero-dim tensor, or a Python number), as an eager trace writes them, and
-    the captured values that remain. A combine may be associative for its numbers only
+    """The combine with its captured numbers written as literals of their values (captured[k]
+    for each number k: a zero-dim tensor or a Python number), as an eager trace writes them,
+    and the captured values that remain. A combine may be associative for its numbers only
     (`(a * a + b * b) ** 0.5`), so it is checked and compiled with them."""
     numbers = number_captures(text)
     if not numbers:
