@@ -94,15 +94,10 @@ def _pinned(program: str, xs: list[fx.Node], captured: list[fx.Node], dim: int, 
     their values, and the captured nodes that remain, after the associativity check the op's
     fake implementation leaves to where the numbers are known (op.py): a combine with a number
     the graph does not hold (symbolic) must be associative for every value."""
-    values = list(captured)
-    for k in programs.number_captures(program):
-        value = _number(captured[k])
-        if value is None:
-            values = None
-            break
-        values[k] = value
-    if values is not None:
-        program, captured = programs.pin_numbers(program, values)
+    numbers = {k: _number(captured[k]) for k in programs.number_captures(program)}
+    if all(v is not None for v in numbers.values()):
+        program, captured = programs.pin_numbers(
+            program, [numbers.get(k, c) for k, c in enumerate(captured)])
     programs.forward(program, [x.meta["val"] for x in xs], [c.meta["val"] for c in captured],
                      dim, reverse)
     return program, captured

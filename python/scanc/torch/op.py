@@ -27,7 +27,7 @@ from .trace import trace_combine
 
 def _scan(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
           reverse: bool) -> list[Tensor]:
-    program, captured = programs.pin_numbers(program, list(captured))
+    program, captured = programs.pin_numbers(program, captured)
     compiled = programs.forward(program, xs, captured, dim, reverse)
     # On CUDA the results go into tensors of torch's allocator: torch.compile's CUDA graphs
     # (reduce-overhead) want every output in their memory pool, in warm-up runs and captures.
