@@ -65,6 +65,7 @@ public:
         options.bounds.assign(bounds.begin(), bounds.end());
         options.sizes.assign(sizes.begin(), sizes.end());
         options.native_cumsum = native_cumsum;
+        options.spelling = LowerOptions::Spelling::Python;
         ProgramRef original = module_.program(program);
         ProgramRef lowered = lower_scans(*original, options);
         check_lowered(*lowered, native_cumsum, original.get());

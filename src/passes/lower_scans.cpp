@@ -43,32 +43,47 @@ int ceil_log2(std::int64_t n) {
     return n <= 1 ? 0 : static_cast<int>(std::bit_width(static_cast<std::uint64_t>(n - 1)));
 }
 
+// A bound or size as the caller wrote it: `--bound L=4` or `bounds={'L': 4}`.
+std::string spelled(const LowerOptions& options, std::string_view kind, const std::string& name,
+                    std::int64_t value) {
+    if (options.spelling == LowerOptions::Spelling::Python)
+        return cat(kind, "s={'", name, "': ", value, "}");
+    return cat("--", kind, " ", name, "=", value);
+}
+
 // What the program's size symbols become: a tighter bound (a new symbol) or a fixed size.
 std::unordered_map<const Symbol*, Size> rewritten_symbols(const Program& p,
                                                           const LowerOptions& options) {
     std::unordered_map<const Symbol*, Size> out;
-    auto find = [&](const std::string& option, const std::string& name, std::int64_t v) {
+    auto find = [&](std::string_view kind, const std::string& name, std::int64_t v) {
         auto it = std::find_if(p.symbols.begin(), p.symbols.end(),
                                [&](const SymbolRef& s) { return s->name == name; });
         if (it == p.symbols.end()) {
             std::string names;
             for (auto& s : p.symbols) names += (names.empty() ? "" : ", ") + s->name;
-            user_error(p.loc, cat(option, " ", name, "=", v, ": program `", p.name,
+            user_error(p.loc, cat(spelled(options, kind, name, v), ": program `", p.name,
                                   "` has no size named `", name, "` (its sizes: ",
                                   names.empty() ? "none" : names, ")"));
         }
         return *it;
     };
     for (auto& [name, bound] : options.bounds) {
-        SymbolRef sym = find("--bound", name, bound);
-        if (bound < 1) user_error(p.loc, cat("--bound ", name, "=", bound, ": must be 1 or more"));
+        SymbolRef sym = find("bound", name, bound);
+        if (bound < 1)
+            user_error(p.loc, cat(spelled(options, "bound", name, bound), ": must be 1 or more"));
         out[sym.get()] = Size::symbol(Symbol::make(name, sym->bound ? std::min(*sym->bound, bound)
                                                                     : bound));
     }
     for (auto& [name, size] : options.sizes) {
-        SymbolRef sym = find("--size", name, size);
+        SymbolRef sym = find("size", name, size);
+        auto bound = std::find_if(options.bounds.begin(), options.bounds.end(),
+                                  [&](const auto& b) { return b.first == name; });
+        if (bound != options.bounds.end())
+            user_error(p.loc, cat(spelled(options, "size", name, size), " and ",
+                                  spelled(options, "bound", name, bound->second),
+                                  ": give a symbol a size or a bound, not both"));
         if (size < 0 || (sym->bound && size > *sym->bound))
-            user_error(p.loc, cat("--size ", name, "=", size, ": must be in 0..",
+            user_error(p.loc, cat(spelled(options, "size", name, size), ": must be in 0..",
                                   sym->bound ? cat(*sym->bound) : "", " (", name,
                                   sym->bound ? cat("<=", *sym->bound) : "", ")"));
         out[sym.get()] = Size(size);
@@ -350,7 +365,8 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
         std::string sym = s.symbols().empty() ? "L" : s.symbols()[0]->name;
         user_error(scan.loc, cat("cannot lower this scan: its length along dim ", d, " is `",
                                  s.str(), "`, which has no upper bound; declare one in the ",
-                                 "program (", sym, "<=65536) or pass --bound ", sym, "=65536 (",
+                                 "program (", sym, "<=65536) or pass ",
+                                 spelled(options_, "bound", sym, 65536), " (",
                                  "unbounded: ", names, ")"));
     }
     info.max_length = *bound;

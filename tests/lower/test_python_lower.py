@@ -46,6 +46,19 @@ def test_lower_of_a_file_gives_text_without_a_scan():
     assert "scan " not in text and "program cumsum" in text
 
 
-def test_an_unbounded_length_raises_a_value_error_naming_the_bound():
-    with pytest.raises(ValueError, match="--bound T="):
+def test_an_unbounded_length_raises_a_value_error_naming_the_bound_as_python_passes_it():
+    with pytest.raises(ValueError, match=r"pass bounds=\{'T': 65536\}") as err:
         scanc.lower(EXAMPLES / "cumsum.scan")
+    assert "--bound" not in str(err.value)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"bounds": {"T": -4}}, r"bounds=\{'T': -4\}: must be 1 or more"),
+    ({"bounds": {"Q": 8}}, r"bounds=\{'Q': 8\}: program `cumsum` has no size named `Q`"),
+    ({"sizes": {"T": -1}}, r"sizes=\{'T': -1\}: must be in 0\.\."),
+    ({"sizes": {"T": 5}, "bounds": {"T": 3}},
+     r"sizes=\{'T': 5\} and bounds=\{'T': 3\}: give a symbol a size or a bound, not both"),
+])
+def test_bad_bounds_and_sizes_are_named_in_keyword_arguments(options, message):
+    with pytest.raises(ValueError, match=message):
+        scanc.lower(EXAMPLES / "cumsum.scan", **options)

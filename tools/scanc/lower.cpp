@@ -92,13 +92,9 @@ int run_lower(const LowerArgs& args) {
     options.algorithm = parse_algorithm(args.algorithm);
     options.native_cumsum = args.native_cumsum;
     const auto bounds = parse_sizes(args.bounds, "--bound");
-    for (auto& [name, value] : parse_sizes(args.sizes, "--size")) {
-        if (bounds.contains(name))
-            user_error({}, cat("--size ", name, "=", value, " and --bound ", name, "=",
-                               bounds.at(name), ": give a symbol a size or a bound, not both"));
-        options.sizes.push_back({name, value});
-    }
-    for (auto& [name, value] : bounds) options.bounds.push_back({name, value});
+    const auto sizes = parse_sizes(args.sizes, "--size");
+    options.bounds.assign(bounds.begin(), bounds.end());
+    options.sizes.assign(sizes.begin(), sizes.end());
     LoweringReport report;
     ProgramRef lowered = lower_scans(*program, options, &report);
     check_lowered(*lowered, args.native_cumsum, program.get());

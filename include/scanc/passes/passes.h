@@ -97,6 +97,9 @@ struct LowerOptions {
     // (so work-efficient applies); CompileError if it exceeds a declared bound.
     std::vector<std::pair<std::string, std::int64_t>> sizes;
     bool native_cumsum = false;
+    // How errors name a bound or size: the CLI's flags (`--bound L=M`) or the Python keyword
+    // arguments (`bounds={'L': M}`), so that each caller reads what it wrote.
+    enum class Spelling { Cli, Python } spelling = Spelling::Cli;
 };
 
 // What lowering did to one scan, for `scanc lower --stats` and the tests.
