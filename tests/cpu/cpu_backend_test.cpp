@@ -436,6 +436,22 @@ TEST(CpuBackend, GivenOutputsAreRefusedWithTheOptionNamed) {
     }
 }
 
+TEST(CpuBackend, ANegativeThreadCountIsRefusedRatherThanTakenForTheDefault) {
+    ProgramRef p = scan_program(sum_combine(), DType::F32, 1, 0);
+    std::mt19937_64 rng(14);
+    Inputs in;
+    in.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
+    RunOptions options;
+    options.num_threads = -2;
+    try {
+        CpuBackend().compile(p)->run(in.views, options);
+        ADD_FAILURE() << "the run took -2 threads";
+    } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("num_threads -2: must be 0 (the default) or a thread count"),
+                  std::string::npos) << e.what();
+    }
+}
+
 TEST(CpuBackend, InterleaveWithMismatchedLengthsGivesACompileError) {
     ProgramBuilder pb("p");
     Size n = pb.symbol("N"), m = pb.symbol("M");

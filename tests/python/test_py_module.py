@@ -189,3 +189,8 @@ def test_something_that_is_not_a_tensor_is_a_type_error():
 def test_run_without_a_program_name_is_refused_when_there_are_several():
     with pytest.raises(TypeError, match="mamba, cumsum"):
         scanc.loads(TEXT).run(np.ones(3))
+
+
+def test_a_negative_thread_count_is_a_compile_error_not_the_default():
+    with pytest.raises(scanc.CompileError, match="num_threads -1: must be 0"):
+        scanc.loads(TEXT).run("cumsum", np.ones(5), backend="cpu", num_threads=-1)

@@ -106,7 +106,7 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
     app.add_option("--seed", options.seed, "seed of the random inputs")->capture_default_str();
     app.add_option("--threads", options.threads,
                    "cpu backend threads (0: SCANC_NUM_THREADS, else every core)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, 65536));
     app.add_flag("--ordered", options.ordered,
                  "cpu backend: combine each line strictly in order (floats bitwise equal to the "
                  "reference; no splitting of one line across threads)");

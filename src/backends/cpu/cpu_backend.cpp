@@ -34,6 +34,9 @@ public:
 
     std::vector<Tensor> run(std::span<const TensorView> inputs, const RunOptions& options) override {
         refuse_given_outputs(options, *program_, "cpu");
+        if (options.num_threads < 0)
+            user_error(program_->loc, cat("num_threads ", options.num_threads,
+                                          ": must be 0 (the default) or a thread count"));
         for (std::size_t i = 0; i < inputs.size(); ++i)
             if (inputs[i].device.kind != DeviceKind::CPU)
                 throw CompileError(program_->loc, cat("the cpu backend needs CPU tensors; input ",
