@@ -2,7 +2,9 @@
 compared with sequential loops (torch_scan_loops.py) and torch's own cumulative ops."""
 
 import io
+import math
 
+import numpy as np
 import pytest
 import torch
 import torch._dynamo.testing
@@ -228,3 +230,41 @@ def test_a_sparse_leaf_is_a_value_error_naming_its_layout():
 def test_a_dim_out_of_range_is_a_value_error():
     with pytest.raises(ValueError, match="out of range"):
         st.associative_scan(loops.add, randn(2, 8), 2)
+
+
+@pytest.mark.parametrize("dim", [1.0, "1", True, None])
+def test_a_dim_that_is_not_an_int_is_a_type_error_naming_it(dim):
+    with pytest.raises(TypeError, match=f"dim must be an int, not {type(dim).__name__}"):
+        st.associative_scan(loops.add, randn(2, 8), dim)
+
+
+def test_a_numpy_integer_dim_is_taken_as_its_int():
+    x = randn(2, 8)
+    torch.testing.assert_close(st.associative_scan(loops.add, x, np.int64(1)), x.cumsum(1))
+
+
+@pytest.mark.parametrize("combine", [lambda a, b: a + float(b), lambda a, b: a + int(b),
+                                     lambda a, b: a + round(b), lambda a, b: math.exp(a) + b,
+                                     lambda a, b: a + b * range(4)[b]])
+def test_turning_an_operand_into_a_python_number_is_a_value_error_that_points_to_torch(combine):
+    with pytest.raises(ValueError, match="cannot turn its operands into Python numbers"):
+        st.associative_scan(combine, randn(2, 8), 1)
+
+
+def test_len_of_an_operand_is_a_value_error_saying_it_is_one_scalar():
+    with pytest.raises(ValueError, match="one scalar of its leaf: it has no len"):
+        st.associative_scan(lambda a, b: a + b * len(a), randn(2, 8), 1)
+
+
+@pytest.mark.parametrize("combine,name", [(np.maximum, "maximum"), (np.logaddexp, "logaddexp"),
+                                          (lambda a, b: np.where(a > b, a, b), "where"),
+                                          (lambda a, b: np.asarray(a) + b, "asarray")])
+def test_numpy_functions_of_operands_are_a_value_error_naming_the_torch_one(combine, name):
+    with pytest.raises(ValueError, match=f"NumPy's {name} cannot run inside a combine.*torch\\.{name}"):
+        st.associative_scan(combine, randn(2, 8), 1)
+
+
+def test_numpy_scalars_in_a_combine_are_numbers_like_python_ones():
+    x = randn(3, 9, dtype=torch.float64)
+    y = st.associative_scan(lambda a, b: np.float64(0.5) * (a + b) + (a + b) * np.float32(0.5), x, 1)
+    torch.testing.assert_close(y, x.cumsum(1))

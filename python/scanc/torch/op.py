@@ -16,6 +16,8 @@ op's dispatch, which costs more than a small scan, and call the same implementat
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch import Tensor
 from torch.autograd import forward_ad
@@ -236,6 +238,10 @@ def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
                              f"0 is on {first.device}, leaf {i} on {x.device}")
     if first.ndim == 0:
         raise ValueError("associative_scan: the leaves of xs must have at least one dim")
+    if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+        raise TypeError(f"associative_scan: dim must be an int, not {type(dim).__name__} "
+                        f"{dim!r}")
+    dim = operator.index(dim)
     if not -first.ndim <= dim < first.ndim:
         raise ValueError(f"associative_scan: dim {dim} is out of range for leaves of "
                          f"{first.ndim} dims")

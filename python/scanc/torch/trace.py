@@ -244,6 +244,32 @@ class Tracer:
 
     __rmatmul__ = __matmul__
 
+    def __len__(self):
+        raise ValueError("associative_scan: an operand inside a combine is one scalar of its "
+                         "leaf: it has no len() (pass the parts as separate leaves)")
+
+    def _to_python_number(self, *_):
+        raise ValueError("associative_scan: a combine cannot turn its operands into Python "
+                         "numbers (float(), int(), round(), math.*); use torch's functions "
+                         "(torch.exp, torch.sqrt, torch.round, ...)")
+
+    __float__ = __int__ = __index__ = __complex__ = _to_python_number
+    __round__ = __trunc__ = __floor__ = __ceil__ = _to_python_number
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # A NumPy scalar meets a Tracer through its operator's ufunc: np.float32(2) * a.
+        operator = _NUMPY_OPERATORS.get(ufunc.__name__)
+        scalars = all(isinstance(x, Tracer) or getattr(x, "ndim", None) == 0 for x in inputs)
+        if method == "__call__" and operator and len(inputs) == 2 and scalars and not kwargs:
+            return _binary(operator, *inputs)
+        return _refuse_numpy(ufunc.__name__)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _refuse_numpy(func.__name__)
+
+    def __array__(self, *_, **__):
+        return _refuse_numpy("asarray")
+
     @property
     def dtype(self) -> torch.dtype:
         return self._dtype
@@ -260,6 +286,20 @@ class Tracer:
         if method is None or name.startswith("__"):
             raise AttributeError(name)
         return lambda *args, **kwargs: _apply(method, (self,) + args, kwargs)
+
+
+# NumPy's ufuncs for the operators a Tracer traces, by the names _binary knows them.
+_NUMPY_OPERATORS = {"add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "truediv",
+                    "divide": "truediv", "floor_divide": "floordiv", "remainder": "remainder",
+                    "power": "pow", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
+                    "bitwise_xor": "bitwise_xor", "less": "lt", "less_equal": "le",
+                    "greater": "gt", "greater_equal": "ge", "equal": "eq", "not_equal": "ne"}
+
+
+def _refuse_numpy(name: str):
+    alternative = f"torch.{name}" if hasattr(torch, name) else "torch's functions"
+    raise ValueError(f"associative_scan: NumPy's {name} cannot run inside a combine (it sees "
+                     f"traced torch scalars); use {alternative}")
 
 
 def _find_recorder(args) -> _Recorder:
@@ -409,9 +449,15 @@ _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "bitwise_and": "&", "bitwise_or"
             "ne": "!="}
 
 
+def _python_number(v):
+    """A NumPy scalar as the Python number torch takes it for; anything else as it is."""
+    return v.item() if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 else v
+
+
 def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     """a OP b with torch's semantics: operands promoted to their result type, then scanc ops
     that compute what torch computes (true division, floor remainder, ...)."""
+    a, b = _python_number(a), _python_number(b)
     rec = _find_recorder((a, b))
     dtype = _result_type(a, b)
     if op in ("lt", "le", "gt", "ge", "eq", "ne"):
