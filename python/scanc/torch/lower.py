@@ -53,8 +53,8 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
         comb = _combine_from_graph(getattr(gm, combine_attr.target), len(xs))
         dim, reverse = 0, False
     else:
-        program, xs, captured, dim, reverse = node.args[:5]
-        xs, captured, combine_attr = list(xs), list(captured), None
+        program, xs, given, dim, reverse = node.args[:5]
+        xs, captured, combine_attr = list(xs), list(given), None
         if programs.number_captures(program):
             program, captured = _pinned(program, xs, captured, dim, reverse)
         comb = ir.parse_combine(program)
@@ -72,6 +72,19 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
     if combine_attr is not None and not combine_attr.users:
         gm.graph.erase_node(combine_attr)
         gm.delete_submodule(combine_attr.target)
+    if combine_attr is None:
+        _erase_unused_numbers(gm.graph, given)
+
+
+def _erase_unused_numbers(graph: fx.Graph, nodes) -> None:
+    """Erases the nodes of captured numbers that became literals and are used no more: the
+    aten.scalar_tensor and the reshapes over it that _number walked (pure ops, nothing else)."""
+    for node in nodes:
+        while (isinstance(node, fx.Node) and not node.users and node.op == "call_function"
+               and (node.target in _CARRY_VALUE or node.target is aten.scalar_tensor.default)):
+            source = node.args[0]
+            graph.erase_node(node)
+            node = source
 
 
 _CARRY_VALUE = {aten.reshape.default, aten.view.default, aten.expand.default,
