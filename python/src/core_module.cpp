@@ -2,6 +2,7 @@
 // turns Python scalars into arrays, picks the program and the output framework, and calls
 // CoreModule.run here. Errors: CompileError -> scanc.CompileError (a ValueError), every other
 // scanc error -> RuntimeError.
+#include <climits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -125,9 +126,11 @@ public:
     // `outputs`: None, or one tensor per result that the run writes into (RunOptions::outputs);
     // the run then returns them.
     nb::tuple run(const std::string& program, const nb::list& inputs, const std::string& backend,
-                  const std::string& framework, int num_threads, bool ordered,
+                  const std::string& framework, std::int64_t num_threads, bool ordered,
                   std::uintptr_t stream, const nb::object& outputs_given) {
         ProgramRef prog = module_.program(program);
+        if (num_threads < 0 || num_threads > INT_MAX)
+            user_error(prog->loc, cat("num_threads ", num_threads, ": must be 0 (the default) or a thread count"));
         std::vector<InputArray> arrays(inputs.size());  // keep the callers' tensors referenced
         std::vector<TensorView> views = import_inputs(*prog, inputs, arrays, backend);
         nb::list given = outputs_given.is_none() ? nb::list() : nb::list(outputs_given);
@@ -138,7 +141,7 @@ public:
             given_views.push_back(import_array(given[r], given_arrays[r], what, what, "a DLPack tensor"));
         }
         RunOptions options;
-        options.num_threads = num_threads;
+        options.num_threads = static_cast<int>(num_threads);
         options.ordered = ordered;
         options.stream = reinterpret_cast<void*>(stream);  // CUDA: the caller's CUstream
         options.outputs = given_views;
@@ -166,8 +169,12 @@ private:
             PyErr_Clear();  // what the failed cast left (e.g. __dlpack__'s BufferError)
             // An array DLPack cannot carry (NumPy's object dtype, or bytes not in this machine's order).
             if (nb::hasattr(object, "dtype") && nb::hasattr(object, "__dlpack__")) {
-                const nb::object dtype = object.attr("dtype");
-                unsupported_dtype(what, nb::cast<std::string>(nb::str(dtype)));
+                const nb::object dtype_object = object.attr("dtype");
+                const std::string dtype = nb::cast<std::string>(nb::str(dtype_object));
+                if (dtype == "bfloat16")  // ml_dtypes' NumPy dtype, which DLPack cannot carry
+                    user_error({}, cat(what, " is a NumPy bfloat16 array (ml_dtypes), which DLPack cannot ",
+                                       "carry; pass bf16 as a torch, JAX or CuPy tensor"));
+                unsupported_dtype(what, dtype);
             }
             throw nb::type_error(cat(named, " is a ", nb::inst_name(object).c_str(), "; expected ", expected).c_str());
         }

@@ -343,6 +343,24 @@ TEST(CpuBackend, EpilogueReadingTheScanIsFusedIntoTheScanStage) {
     expect_matches(p, in, 2, true, "epilogue");
 }
 
+TEST(CpuBackend, AMapResultBesideAScanOfFewLongLinesMatchesTheReference) {
+    // The map stage (x * 2) of 17-31 lines on 2 threads splits its lines into pieces, which
+    // must fit its groups of an even share of the lines (16 lanes here, not 64): wider pieces
+    // wrote past the worker's tiles (a crash found by fuzzing).
+    std::mt19937_64 rng(15);
+    for (auto [lines, length, dim] : {std::tuple{17, 65537, 1}, {31, 2048, 1}, {31, 4097, 0},
+                                      {24, 1500, 1}}) {
+        ProgramBuilder pb("p");
+        Expr x = pb.param("x", DType::I32, {pb.symbol("N"), pb.symbol("T")});
+        Exprs y = pb.scan(sum_combine(), {x}, dim);
+        ProgramRef p = pb.build({y[0], x * 2});
+        Inputs in;
+        in.add(DType::I32, {lines, length}, Values::SmallInts, Layout::Contiguous, rng);
+        for (int threads : {2, 3})
+            expect_matches(p, in, threads, true, cat(lines, "x", length, " dim ", dim, " threads ", threads));
+    }
+}
+
 TEST(CpuBackend, IntegerOpsFollowTheReferenceBitwiseIncludingDivisionByZeroAndShifts) {
     std::mt19937_64 rng(8);
     for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8}) {

@@ -194,3 +194,16 @@ def test_run_without_a_program_name_is_refused_when_there_are_several():
 def test_a_negative_thread_count_is_a_compile_error_not_the_default():
     with pytest.raises(scanc.CompileError, match="num_threads -1: must be 0"):
         scanc.loads(TEXT).run("cumsum", np.ones(5), backend="cpu", num_threads=-1)
+
+
+def test_a_thread_count_beyond_a_c_int_is_a_compile_error_not_a_signature_dump():
+    with pytest.raises(scanc.CompileError, match="num_threads 1099511627776: must be 0"):
+        scanc.loads(TEXT).run("cumsum", np.ones(5), backend="cpu", num_threads=2**40)
+
+
+def test_a_numpy_bfloat16_array_is_refused_with_what_to_pass_instead():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = scanc.loads("combine add(a | b) {\n  return a + b\n}\n"
+                       "program r(x: bf16[T]) {\n  y = scan add(x) dim=0\n  return y\n}\n")
+    with pytest.raises(scanc.CompileError, match="NumPy bfloat16 array .* torch, JAX or CuPy"):
+        bf16.run(np.ones(4, ml_dtypes.bfloat16), backend="cpu")

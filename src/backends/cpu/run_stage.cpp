@@ -269,7 +269,8 @@ void run_map_split(const StageCode& code, const Layout& L, int threads,
     ThreadPool::instance().run(threads, [&](int p) {
         Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
         for (std::int64_t line = 0; line < L.lines; ++line) {
-            for (auto& pc : split_range(L.steps * p / threads, L.steps * (p + 1) / threads)) {
+            // Pieces of at most the worker's lanes: L.width may be an even share below 64.
+            for (auto& pc : split_range(L.steps * p / threads, L.steps * (p + 1) / threads, L.width)) {
                 w.set_lanes(pc.lanes, [&](int) { return line; },
                             [&](int l) { return pc.start + l * pc.steps; });
                 w.run(pc.steps, Mode::Map);

@@ -15,6 +15,7 @@
 #include "layout.h"
 #include "plan.h"
 #include "scratch.h"
+#include "scanc/error.h"
 #include "scanc/runtime/tensor.h"
 #include "stream_store.h"
 #include "tile_moves.h"
@@ -86,6 +87,8 @@ public:
     // Lane l covers `line(l)` from walking step `start(l)`.
     template <typename LineFn, typename StartFn>
     void set_lanes(int n, LineFn line, StartFn start) {
+        // The tiles hold width_ lanes: more would write past them.
+        SCANC_INTERNAL_CHECK(n <= width_, "a group of ", n, " lanes for a worker of ", width_);
         n_ = n;
         start_.resize(n);
         lines_.resize(n);
