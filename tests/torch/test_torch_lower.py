@@ -84,6 +84,38 @@ def test_a_number_divided_by_a_value_lowers_without_a_pad(model, algorithm):
     torch.testing.assert_close(lowered.module()(x), 1 / (1 / x).cumsum(0))
 
 
+class ChainedNorms(torch.nn.Module):
+    def forward(self, x):  # (a*a + b*b) ** 0.5 is associative for its 0.5 only: a pinned number
+        l2 = lambda a, b: (a * a + b * b) ** 0.5  # noqa: E731
+        return st.associative_scan(l2, st.associative_scan(l2, x, 0), 0)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_scan_of_a_scans_result_with_a_number_in_its_combine_lowers(dynamic):
+    x = torch.rand(8, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5)) + 0.1
+    shapes = {"x": {0: Dim("L", min=2, max=40)}} if dynamic else None
+    lowered = st.lower_associative_scans(torch.export.export(ChainedNorms(), (x,), dynamic_shapes=shapes))
+    assert_primitive(lowered)
+    torch.testing.assert_close(lowered.module()(x), x.square().cumsum(0).cumsum(0).sqrt())
+
+
+class Constant(torch.nn.Module):
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def forward(self, x):
+        return st.associative_scan(lambda a, b: self.value, x, 1)
+
+
+@pytest.mark.parametrize("dtype,value", [(torch.int32, 2), (torch.float16, 2.0), (torch.bool, True)])
+def test_a_combine_that_returns_a_number_keeps_the_leaf_dtype_when_lowered(dtype, value):
+    x = torch.tensor([[1, 3, 0, 5]]).to(dtype)
+    lowered = st.lower_associative_scans(torch.export.export(Constant(value), (x,))).module()(x)
+    assert lowered.dtype == dtype
+    assert torch.equal(lowered, torch.tensor([[1, value, value, value]]).to(dtype))
+
+
 @pytest.mark.parametrize("mode", ["real", "fake"])
 def test_a_graph_module_made_by_make_fx_is_lowered(mode):
     from torch.fx.experimental.proxy_tensor import make_fx

@@ -154,6 +154,8 @@ def apply_combine(emit: Emitter, comb: ir.Combine, left, right, captured) -> lis
     for r, node, like in zip(results, comb.outputs, left):
         # A result that ignores the running values still covers every element.
         if not ir.depends_on(node, ("l", "r")):
+            if not isinstance(r, fx.Node):  # a number: of the leaf's dtype, not torch's default
+                r = emit.call(aten.scalar_tensor.default, r, dtype=_dtype_of(like))
             same = emit.call(aten.eq.Tensor, like, like)
             r = emit("where", [same, r, r])
         out.append(r)

@@ -63,6 +63,10 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
         ys = lower_scan(gm.graph, comb, xs, captured, dim, reverse, length, algorithm, bounds)
     for user in list(node.users):
         if user.op == "call_function" and user.target is operator.getitem:
+            # The lowered result stands for the scan's: a later scan's lowering reads its value
+            # (_pinned checks a combine on its operands' fake values).
+            if "val" in user.meta:
+                ys[user.args[1]].meta.setdefault("val", user.meta["val"])
             user.replace_all_uses_with(ys[user.args[1]])
             renamed[user.name] = ys[user.args[1]]
             gm.graph.erase_node(user)
