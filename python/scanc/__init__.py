@@ -196,7 +196,17 @@ class Module:
             raise CompileError(
                 f"input `{name}` is a Python number, but its dtype {dtype} has no NumPy "
                 f"equivalent; pass a tensor (e.g. torch.bfloat16)")
-        return np.asarray(x, dtype=_NUMPY_DTYPES[dtype])
+        natural = np.asarray(x)
+        try:
+            out = natural.astype(_NUMPY_DTYPES[dtype])
+        except (OverflowError, TypeError, ValueError) as e:
+            raise CompileError(f"input `{name}`: {x!r} is no {dtype} ({e})") from None
+        # Integers and bools take only values they hold exactly: 1.5 is no i32, 300 no u8.
+        if out.dtype.kind in "biu" and not np.array_equal(out.astype(natural.dtype), natural):
+            raise CompileError(f"input `{name}`: {x!r} holds values that {dtype} cannot "
+                               f"represent exactly; pass an array of dtype {dtype} to convert "
+                               f"on purpose")
+        return out
 
     def __repr__(self) -> str:
         return f"<scanc.Module programs={self.programs} combines={self.combines}>"

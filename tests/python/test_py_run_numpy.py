@@ -189,6 +189,23 @@ def test_python_numbers_and_lists_become_arrays_of_the_parameters_dtype():
     np.testing.assert_array_equal(y, [2, 6, 12])
 
 
+@pytest.mark.parametrize("dtype,value", [("i32", [1.5, 2.0]), ("u8", [300]), ("i8", -129),
+                                         ("bool", [0, 2]), ("i64", float("nan"))])
+def test_python_values_an_integer_parameter_cannot_hold_exactly_are_compile_errors(dtype, value):
+    mod = scanc.loads("combine last(a | b) {\n return b\n}\n"
+                      f"program p(x: {dtype}[T]) {{\n y = scan last(x) dim=0\n return y\n}}\n")
+    with pytest.raises(scanc.CompileError, match=f"input `x`: .* {dtype}"):
+        mod.run("p", value if isinstance(value, list) else [value])
+
+
+def test_python_values_an_integer_parameter_holds_exactly_are_taken():
+    mod = scanc.loads("combine add(a | b) {\n return a + b\n}\n"
+                      "program p(x: u8[T]) {\n y = scan add(x) dim=0\n return y\n}\n")
+    (y,) = mod.run("p", [1.0, True, 255])
+    assert y.dtype == np.uint8
+    np.testing.assert_array_equal(y, [1, 2, 1])  # u8 wraps, as NumPy's cumsum in u8
+
+
 def test_a_single_program_module_may_be_run_without_its_name():
     mod = scanc.loads("combine add(a | b) {\n return a + b\n}\n"
                       "program p(x: i64[T]) {\n y = scan add(x) dim=0\n return y\n}\n")
