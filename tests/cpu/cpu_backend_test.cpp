@@ -436,6 +436,17 @@ TEST(CpuBackend, WrongInputsGiveACompileError) {
     EXPECT_THROW(run_cpu(p, none, 1), CompileError);  // count
 }
 
+// A CompileError whose message holds `message` for a run of `p` under `options`.
+void expect_refused(const ProgramRef& p, const Inputs& in, const RunOptions& options,
+                    const std::string& message) {
+    try {
+        CpuBackend().compile(p)->run(in.views, options);
+        ADD_FAILURE() << "the run went ahead; expected: " << message;
+    } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+}
+
 TEST(CpuBackend, GivenOutputsAreRefusedWithTheOptionNamed) {
     // RunOptions::outputs is the CUDA backend's (graph captures); the CPU backend allocates.
     ProgramRef p = scan_program(sum_combine(), DType::F32, 1, 0);
@@ -445,13 +456,8 @@ TEST(CpuBackend, GivenOutputsAreRefusedWithTheOptionNamed) {
     out.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
     RunOptions options;
     options.outputs = out.views;
-    try {
-        CpuBackend().compile(p)->run(in.views, options);
-        ADD_FAILURE() << "the run took the outputs";
-    } catch (const CompileError& e) {
-        EXPECT_NE(std::string(e.what()).find("backend `cpu` allocates its outputs itself; RunOptions::outputs is for the cuda backend"),
-                  std::string::npos) << e.what();
-    }
+    expect_refused(p, in, options,
+                   "backend `cpu` allocates its outputs itself; RunOptions::outputs is for the cuda backend");
 }
 
 TEST(CpuBackend, ANegativeThreadCountIsRefusedRatherThanTakenForTheDefault) {
@@ -461,13 +467,7 @@ TEST(CpuBackend, ANegativeThreadCountIsRefusedRatherThanTakenForTheDefault) {
     in.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
     RunOptions options;
     options.num_threads = -2;
-    try {
-        CpuBackend().compile(p)->run(in.views, options);
-        ADD_FAILURE() << "the run took -2 threads";
-    } catch (const CompileError& e) {
-        EXPECT_NE(std::string(e.what()).find("num_threads -2: must be 0 (the default) or a thread count"),
-                  std::string::npos) << e.what();
-    }
+    expect_refused(p, in, options, "num_threads -2: must be 0 (the default) or a thread count");
 }
 
 TEST(CpuBackend, InterleaveWithMismatchedLengthsGivesACompileError) {
