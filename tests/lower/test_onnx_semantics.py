@@ -123,6 +123,20 @@ def test_the_exp_and_log_family_keeps_its_precision_at_both_ends(tmp_path, dtype
     np.testing.assert_allclose(got, ref, rtol=8 * np.finfo(x.dtype).eps, atol=0)
 
 
+@pytest.mark.parametrize("dtype,fn,values", [
+    ("f32", "expm1", [80.0, 84.5, 85.0, 88.0, 88.7]),
+    ("f64", "expm1", [700.0, 703.5, 704.0, 709.0, 709.7]),
+    ("f32", "log1p", [1e36, 4e36, 1e38, 3.4e38]),
+    ("f64", "log1p", [1e305, 3e305, 1e308, 1.7e308]),
+])
+def test_expm1_and_log1p_stay_finite_wherever_their_results_are(tmp_path, dtype, fn, values):
+    x = np.array(values, np.float32 if dtype == "f32" else np.float64)
+    ref, got = reference_and_onnx(tmp_path, one_scan(dtype, "max(a, b)", f"{fn}(x)"), {"x": x},
+                                  *HS, "--size", f"T={len(x)}")
+    assert np.isfinite(ref).all()
+    np.testing.assert_allclose(got, ref, rtol=8 * np.finfo(x.dtype).eps, atol=0)
+
+
 def test_logcumsumexp_keeps_tiny_increments(tmp_path):
     x = np.array([0.0, -20.0, -30.0, -40.0], np.float32)
     ref, got = reference_and_onnx(tmp_path, one_scan("f32", "logaddexp(a, b)"), {"x": x},

@@ -58,21 +58,23 @@ const char* direct_op(Op op) {
 }
 
 // log(1 + x) to full relative precision with ONNX's Log (Goldberg): u = 1 + x rounds, and
-// log(u) * x / (u - 1) corrects for it; x itself where u rounds to 1, log(u) where u is inf.
+// log(u) * (x / (u - 1)) corrects for it (the ratio first: log(u) * x overflows for x near the
+// largest float); x itself where u rounds to 1, log(u) where u is inf.
 std::string log1p(GraphWriter& g, const std::string& x, DType t) {
     std::string one = g.scalar(t, 1.0, 1, true), zero = g.scalar(t, 0.0, 0, true);
     std::string u = g.op("Add", {x, one}), d = g.op("Sub", {u, one}), log_u = g.op("Log", {u});
-    std::string ratio = g.op("Div", {g.op("Mul", {log_u, x}), d});
+    std::string ratio = g.op("Mul", {log_u, g.op("Div", {x, d})});
     std::string r = g.op("Where", {g.op("Equal", {d, zero}), x, ratio});
     return g.op("Where", {g.op("IsInf", {u}), log_u, r});
 }
 
-// exp(x) - 1 to full relative precision (Kahan): (u - 1) * x / log(u) with u = exp(x); x where
-// u rounds to 1, -1 where u - 1 does, u where it is inf.
+// exp(x) - 1 to full relative precision (Kahan): (u - 1) * (x / log(u)) with u = exp(x), the
+// ratio first ((u - 1) * x overflows within 5 of exp's own overflow); x where u rounds to 1, -1
+// where u - 1 does, u where it is inf.
 std::string expm1(GraphWriter& g, const std::string& x, DType t) {
     std::string one = g.scalar(t, 1.0, 1, true), minus_one = g.scalar(t, -1.0, -1, true);
     std::string u = g.op("Exp", {x}), d = g.op("Sub", {u, one});
-    std::string r = g.op("Div", {g.op("Mul", {d, x}), g.op("Log", {u})});
+    std::string r = g.op("Mul", {d, g.op("Div", {x, g.op("Log", {u})})});
     r = g.op("Where", {g.op("Equal", {d, minus_one}), minus_one, r});
     r = g.op("Where", {g.op("Equal", {u, one}), x, r});
     return g.op("Where", {g.op("IsInf", {u}), u, r});
