@@ -202,24 +202,9 @@ __device__ __forceinline__ u64 ld_status(const u64* p) {
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
-// Spins until all NW words at p carry this launch's epoch; each word is tagged on its own, so a
-// state of any size is published without fences.
-template <class K> __device__ __forceinline__ typename K::State wait_state(const u64* p, u32 epoch) {
-    u32 w[K::NW];
-    #pragma unroll
-    for (int j = 0; j < K::NW; ++j) {
-        u64 v = ld_status(p + j);
-        int ns = 16;
-        while ((u32)(v >> 32) != epoch) {
-            __nanosleep(ns);
-            ns = ns < 128 ? 2 * ns : ns;
-            v = ld_status(p + j);
-        }
-        w[j] = (u32)v;
-    }
-    return K::from_words(w);
-}
-// True when all NW look-back words in raw carry this launch's epoch; w gets their data words.
+// Each look-back word carries the launch's epoch on its own, so a state of any size is published
+// without fences. True when all NW look-back words in raw carry this launch's epoch; w gets
+// their data words.
 template <class K> __device__ __forceinline__ bool unpack_tagged(const u64 (&raw)[K::NW], u32 epoch, u32 (&w)[K::NW]) {
     bool ready = true;
     #pragma unroll
