@@ -18,6 +18,7 @@ is text; failures inside a backend raise RuntimeError.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,27 @@ def _framework(x: Any) -> str | None:
     if isinstance(x, (bool, int, float, np.generic, list, tuple)):
         return None
     return type(x).__module__.split(".")[0]
+
+
+def _sizes_by_symbol(option: str, values: Any) -> dict[str, int]:
+    """bounds= or sizes= as the core takes them, a dict of size symbols to int64 sizes: a
+    TypeError naming the entry for anything else (bools too, as Python would take them for
+    0 and 1); the core checks the values themselves."""
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise TypeError(f"{option}= must be a dict of size symbols to sizes, e.g. "
+                        f"{{'L': 4096}}; got {values!r}")
+    checked = {}
+    for name, value in values.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{option}={{{name!r}: ...}}: a size symbol is a str")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{option}={{{name!r}: {value!r}}}: a size is an int")
+        if not -2**63 <= int(value) < 2**63:
+            raise CompileError(f"{option}={{{name!r}: {value!r}}}: beyond a 64-bit size")
+        checked[name] = int(value)
+    return checked
 
 
 class Module:
@@ -182,10 +204,11 @@ class Module:
         `scanc lower` does): .scan text for emit="scan", ONNX model bytes for emit="onnx".
 
         algorithm: "hillis-steele", "work-efficient" or "auto". bounds: {"L": 4096} lowers a
-        dynamic length for every size up to the bound; sizes: {"L": 1000} fixes it.
+        dynamic length for every size up to the bound; sizes: {"L": 1000} fixes it (a
+        TypeError for anything but a dict of size symbols to ints).
         """
-        return self._core.lower(program or "", algorithm, dict(bounds or {}), dict(sizes or {}),
-                                emit, native_cumsum)
+        return self._core.lower(program or "", algorithm, _sizes_by_symbol("bounds", bounds),
+                                _sizes_by_symbol("sizes", sizes), emit, native_cumsum)
 
     @staticmethod
     def _scalar_array(x: Any, param: tuple[str, str, list[Any]] | None) -> np.ndarray:

@@ -62,3 +62,25 @@ def test_an_unbounded_length_raises_a_value_error_naming_the_bound_as_python_pas
 def test_bad_bounds_and_sizes_are_named_in_keyword_arguments(options, message):
     with pytest.raises(ValueError, match=message):
         scanc.lower(EXAMPLES / "cumsum.scan", **options)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"bounds": {"T": "5"}}, r"bounds=\{'T': '5'\}: a size is an int"),
+    ({"bounds": {"T": 1.5}}, r"bounds=\{'T': 1\.5\}: a size is an int"),
+    ({"sizes": {"T": True}}, r"sizes=\{'T': True\}: a size is an int"),
+    ({"sizes": {3: 4}}, r"sizes=\{3: \.\.\.\}: a size symbol is a str"),
+    ({"bounds": [("T", 4)]}, r"bounds= must be a dict of size symbols to sizes"),
+])
+def test_bounds_and_sizes_of_the_wrong_type_are_type_errors_naming_the_entry(options, message):
+    with pytest.raises(TypeError, match=message):
+        scanc.lower(EXAMPLES / "cumsum.scan", **options)
+
+
+def test_a_size_beyond_64_bits_is_refused_by_name():
+    with pytest.raises(scanc.CompileError, match="beyond a 64-bit size"):
+        scanc.lower(EXAMPLES / "cumsum.scan", sizes={"T": 2**70})
+
+
+def test_numpy_integers_serve_as_bounds():
+    text = scanc.lower(EXAMPLES / "cumsum.scan", bounds={"T": np.int64(8)})
+    assert text == scanc.lower(EXAMPLES / "cumsum.scan", bounds={"T": 8})

@@ -19,10 +19,8 @@ def scan(combine, leaves, dim, reverse=False, compute_dtype=None):
     acc = None
     for t in steps:
         elem = tuple(x[t].astype(compute_dtype or x.dtype) for x in leaves)
-        if acc is None:
-            acc = elem
-        else:
-            acc = combine(elem, acc) if reverse else combine(acc, elem)
+        # the running value is the left operand: the earlier element, or the later in reverse
+        acc = elem if acc is None else combine(acc, elem)
         for out, a in zip(outs, acc):
             out[t] = a  # rounds to the stored dtype
     return tuple(np.moveaxis(o, 0, dim) for o in outs)
@@ -35,7 +33,3 @@ def add(l, r):
 def logical_or(l, r):
     return (np.logical_or(l[0], r[0]),)
 
-
-def affine(l, r):
-    # (a1, b1) ∘ (a2, b2) = (a1 * a2, a2 * b1 + b2): h[t] = a[t] * h[t-1] + b[t]
-    return (l[0] * r[0], r[0] * l[1] + r[1])

@@ -123,6 +123,19 @@ def test_a_gradient_of_a_gradient_is_refused_by_name():
         torch.autograd.grad(first.sum(), x)
 
 
+
+@pytest.mark.parametrize("how", ["is_grads_batched", "vectorized jacobian"])
+def test_batched_gradients_are_refused_by_name(how):
+    x = leaf(2, 4, seed=5)
+    with pytest.raises(NotImplementedError, match="batched gradients"):
+        if how == "is_grads_batched":
+            y = st.associative_scan(loops.mul, x, 1)
+            torch.autograd.grad(y, x, torch.eye(8, dtype=x.dtype).reshape(8, 2, 4),
+                                is_grads_batched=True)
+        else:
+            torch.autograd.functional.jacobian(lambda v: st.associative_scan(loops.add, v, 1),
+                                               x, vectorize=True)
+
 def _loop_grad(combine, x, weights):
     x = x.detach().requires_grad_()
     return torch.autograd.grad((loops.loop_scan(combine, x, 1) * weights).sum(), x)[0]
@@ -147,6 +160,15 @@ def test_ties_split_the_gradient_evenly_through_abs_and_clamp_as_torch_does(comb
     assert torch.equal(_scan_grad(combine, x, w), want)
     assert (want != 0).any()
 
+
+
+@pytest.mark.parametrize("op", [torch.maximum, torch.minimum])
+def test_a_nan_s_operands_each_take_the_whole_gradient_as_torch_does(op):
+    x = torch.tensor([[1.0, float("nan"), 2.0, 2.0, -1.0]], dtype=torch.float64)
+    w = torch.arange(1.0, 6.0, dtype=torch.float64)
+    want = _loop_grad(op, x, w)
+    assert torch.equal(_scan_grad(op, x, w), want)
+    assert want[0, 0] == w.sum()  # 1 is the left operand of every max or min with the NaN
 
 @pytest.mark.parametrize("op", [torch.fmax, torch.fmin])
 def test_fmax_and_fmin_send_a_tie_s_gradient_to_the_first_operand_as_torch_does(op):

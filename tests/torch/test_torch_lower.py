@@ -116,6 +116,21 @@ def test_a_combine_that_returns_a_number_keeps_the_leaf_dtype_when_lowered(dtype
     assert torch.equal(lowered, torch.tensor([[1, value, value, value]]).to(dtype))
 
 
+
+class AnyAndAll(torch.nn.Module):
+    def forward(self, x):
+        return (st.associative_scan(lambda a, b: a + b, x, 1),
+                st.associative_scan(lambda a, b: a * b, x, 1))
+
+
+def test_plus_and_times_of_bools_lower_to_or_and_and():
+    x = torch.tensor([[False, True, False, True, True], [True, True, False, True, False]])
+    lowered = st.lower_associative_scans(torch.export.export(AnyAndAll(), (x,)))
+    assert_primitive(lowered)
+    seen_any, seen_all = lowered.module()(x)
+    assert torch.equal(seen_any, x.cummax(1).values)
+    assert torch.equal(seen_all, x.cummin(1).values)
+
 @pytest.mark.parametrize("mode", ["real", "fake"])
 def test_a_graph_module_made_by_make_fx_is_lowered(mode):
     from torch.fx.experimental.proxy_tensor import make_fx

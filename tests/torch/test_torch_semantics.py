@@ -148,6 +148,20 @@ def test_bitwise_not_of_integers_is_the_complement():
     assert_scan_matches_torch(lambda a, b: ~(~a & ~b), x)  # a | b, spelled by De Morgan
 
 
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("combine", [lambda a, b: a + b, lambda a, b: a * b,
+                                     lambda a, b: a + b * True], ids=["or", "and", "or-and"])
+def test_plus_and_times_of_bools_are_or_and_and_as_in_torch(combine, n):
+    flags = integers(n, seed=6, low=0, high=2).bool()
+    assert_scan_matches_torch(combine, flags)
+    assert st.associative_scan(combine, flags, 1).dtype == torch.bool
+
+
+def test_subtraction_of_bools_is_refused_as_torch_refuses_it():
+    with pytest.raises(ValueError, match="subtraction of bool operands"):
+        st.associative_scan(lambda a, b: a - b, torch.tensor([[True, False]]), 1)
+
 def test_a_combine_may_branch_on_its_operands_dtype():
     def running_max_or_sum(a, b):
         return torch.maximum(a, b) if a.dtype == torch.float32 else a + b

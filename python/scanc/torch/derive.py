@@ -5,8 +5,9 @@ another expression, simplified by ir.make so that an operand that does not depen
 nothing (no `0 * inf`). Conventions follow torch's autograd where they matter:
 - comparisons, logical and bitwise ops, floor, ceil, where's condition and casts to integer or
   bool types have zero derivative;
-- min/max send the gradient to the selected operand and split it evenly on ties (as
-  torch.minimum/maximum do); abs has derivative sign(x) (0 at 0);
+- min/max send the gradient to the selected operand, split it evenly on ties and send all of
+  it to both where they are unordered (as torch.minimum/maximum do); abs has derivative
+  sign(x) (0 at 0);
 - pow(a, b) with a constant exponent never forms log(a).
 """
 
@@ -81,7 +82,9 @@ def _local(node: Node, d: list[Node]) -> Node:
         b, db = args[1], d[1]
         wins = make("<" if op == "min" else ">", a, b)
         loses = make(">" if op == "min" else "<", a, b)
-        tie = make("/", make("+", da, db), _TWO)
+        # unordered (a NaN): the whole gradient to each operand, as torch.maximum's backward
+        both = make("+", da, db)
+        tie = make("where", make("==", a, b), make("/", both, _TWO), both)
         return make("where", wins, da, make("where", loses, db, tie))
     if op == "logaddexp":
         b, db = args[1], d[1]

@@ -104,6 +104,7 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grads):
+    _refuse_batched_grads(grads)
     program, n, dim, reverse = ctx.meta
     saved = ctx.saved_tensors
     xs, ys, captured = list(saved[:n]), list(saved[n:2 * n]), list(saved[2 * n:])
@@ -181,6 +182,17 @@ def _refuse_transforms(tensors: list[Tensor]) -> None:
         raise NotImplementedError(
             f"associative_scan: {what} are not supported; use torch.autograd (loss.backward(), "
             f"torch.autograd.grad) for gradients, and a batch dim of xs in place of vmap")
+
+
+def _refuse_batched_grads(grads: list[Tensor | None]) -> None:
+    """Batched gradients (autograd.grad's is_grads_batched, jacobian's vectorize) run the
+    backward under torch's legacy vmap, which has no rule for scan_backward_op: refused with a
+    message instead of torch's "Batching rule not implemented"."""
+    if any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
+        raise NotImplementedError(
+            "associative_scan: batched gradients (torch.autograd.grad with is_grads_batched=True, "
+            "jacobian or hessian with vectorize=True) are not supported; take one gradient at a "
+            "time")
 
 
 def _align_captured(c: Tensor, x: Tensor, dim: int) -> Tensor:

@@ -462,6 +462,11 @@ def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     dtype = _result_type(a, b)
     if op in ("lt", "le", "gt", "ge", "eq", "ne"):
         return _infix(rec, a, _SYMBOLS[op], b, dtype, torch.bool)
+    if dtype == torch.bool and op in ("add", "mul", "sub"):
+        if op == "sub":  # torch's own refusal
+            raise ValueError("associative_scan: subtraction of bool operands is not supported "
+                             "(as in torch); use `^` or torch.logical_xor instead")
+        return _infix(rec, a, "|" if op == "add" else "&", b, dtype, dtype)  # torch's bool + and *
     if op in _SYMBOLS:
         return _infix(rec, a, _SYMBOLS[op], b, dtype, dtype)
     if op in ("logical_and", "logical_or", "logical_xor"):
