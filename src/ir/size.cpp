@@ -345,6 +345,16 @@ SymbolRef Size::as_symbol() const {
     return terms_[0].first->symbol;
 }
 
+std::vector<Size::Part> Size::parts() const {
+    std::vector<Part> out;
+    for (auto& [t, coeff] : terms_) {
+        constexpr Part::Kind kinds[] = {Part::Kind::Symbol, Part::Kind::Min, Part::Kind::Max,
+                                        Part::Kind::FloorDiv};
+        out.push_back({kinds[static_cast<int>(t->kind)], t->symbol, t->args, t->divisor, coeff});
+    }
+    return out;
+}
+
 std::vector<SymbolRef> Size::symbols() const {
     std::vector<SymbolRef> out;
     SizeOps::collect_symbols(*this, out);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "scanc/error.h"
@@ -31,6 +32,43 @@ TEST(Size, EvaluatesWithBindingsAndFloorDivides) {
     EXPECT_EQ(Size::min(l, Size(5)).evaluate(b), 5);
     EXPECT_EQ((l * 2 + 1).upper_bound(), 201);
     EXPECT_EQ(Size::floordiv(l * 4 + 8, 4).str(), "L + 2");
+}
+
+// What an emitter computing sizes at run time does with parts(): the same value as evaluate().
+std::int64_t evaluate_by_parts(const Size& s, const Bindings& b) {
+    std::int64_t v = s.constant_term();
+    for (const Size::Part& p : s.parts()) {
+        std::int64_t term = 0;
+        switch (p.kind) {
+            case Size::Part::Kind::Symbol: term = b.at(p.symbol.get()); break;
+            case Size::Part::Kind::Min:
+                term = std::min(evaluate_by_parts(p.args[0], b), evaluate_by_parts(p.args[1], b));
+                break;
+            case Size::Part::Kind::Max:
+                term = std::max(evaluate_by_parts(p.args[0], b), evaluate_by_parts(p.args[1], b));
+                break;
+            case Size::Part::Kind::FloorDiv: {
+                std::int64_t a = evaluate_by_parts(p.args[0], b);
+                term = a / p.divisor - (a % p.divisor < 0);
+                break;
+            }
+        }
+        v += p.coefficient * term;
+    }
+    return v;
+}
+
+TEST(Size, PartsSpellOutTheSameValueAsEvaluate) {
+    auto ls = Symbol::make("L"), ks = Symbol::make("K");
+    Size l = Size::symbol(ls), k = Size::symbol(ks);
+    Size s = 2 * l - Size::min(k, l) + Size::floordiv(l - 9, 4) * 3 + Size::max(k - 5, l) + 7;
+    for (std::int64_t lv : {0, 1, 2, 7, 31, 65})
+        for (std::int64_t kv : {0, 3, 16}) {
+            Bindings b{{ls.get(), lv}, {ks.get(), kv}};
+            EXPECT_EQ(evaluate_by_parts(s, b), s.evaluate(b)) << "L=" << lv << " K=" << kv;
+        }
+    EXPECT_EQ(Size(5).parts().size(), 0u);
+    EXPECT_EQ(Size(5).constant_term(), 5);
 }
 
 TEST(Size, UnboundSymbolIsAUserError) {

@@ -145,6 +145,33 @@ def test_logcumsumexp_keeps_tiny_increments(tmp_path):
     np.testing.assert_allclose(got, ref, rtol=8 * np.finfo(np.float32).eps, atol=0)
 
 
+
+SYMBOLIC_SLICES = """combine add(a | b) {
+  return a + b
+}
+program p(x: f32[N, T], z: f32[K]) {
+  u = slice(x, 1, 1, T - 1)
+  v = slice(x, 1, floordiv(T, 2), max(T - 3, K), 2)
+  q = slice(x, 1, min(K, T) - 2, 2 * T - K)
+  y = scan add(concat(1, u, v, q)) dim=1
+  return y
+}
+"""
+
+
+@pytest.mark.parametrize("length,k", [(0, 0), (1, 3), (2, 0), (5, 16), (17, 1), (33, 16),
+                                      (64, 3)])
+def test_slice_bounds_written_in_sizes_are_computed_from_the_inputs_shapes(tmp_path, length, k):
+    # min(K, T) - 2 is below 0 for short inputs: the IR clamps it to 0 where ONNX would count
+    # it from the end.
+    rng = np.random.default_rng(length)
+    inputs = {"x": rng.standard_normal((2, length)).astype(np.float32),
+              "z": rng.standard_normal(k).astype(np.float32)}
+    ref, got = reference_and_onnx(tmp_path, SYMBOLIC_SLICES, inputs, *HS, "--bound", "T=64",
+                                  "--bound", "K=16")
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
 @pytest.mark.parametrize("param,result", [("const_1", "y"), ("x", "t_5"), ("merged_3", "const_0")])
 def test_user_names_never_collide_with_the_exporter_s_own(tmp_path, param, result):
     text = (f"combine c(a | b) {{\n  return a + b\n}}\n"

@@ -84,6 +84,18 @@ public:
 
     std::string str() const;
 
+    // The canonical form part by part, for emitters that compute a size at run time (the ONNX
+    // export): the size is constant_term() plus each part's coefficient times its value.
+    struct Part {
+        enum class Kind { Symbol, Min, Max, FloorDiv } kind;
+        SymbolRef symbol;          // Symbol
+        std::vector<Size> args;    // Min, Max: two; FloorDiv: one
+        std::int64_t divisor = 1;  // FloorDiv (> 0)
+        std::int64_t coefficient = 1;
+    };
+    std::int64_t constant_term() const { return constant_; }
+    std::vector<Part> parts() const;
+
     struct Term;
 
 private:

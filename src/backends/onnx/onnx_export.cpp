@@ -6,7 +6,10 @@
 #include <bit>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <set>
+#include <unordered_map>
+#include <utility>
 
 #include "onnx_graph.h"
 
@@ -132,21 +135,79 @@ void set_shape(onnx::ValueInfoProto* info, const Type& t) {
     }
 }
 
-// A slice bound as an ONNX start/end: constants as they are (ONNX clamps and counts negatives
-// from the end like the IR), the whole dim as "to the end".
-std::int64_t slice_bound(const Node& n, const Size& bound, const Size& dim_size) {
-    if (auto c = bound.constant()) return *c;
-    if (bound.equals(dim_size)) return std::numeric_limits<std::int64_t>::max();
-    user_error(n.loc, cat("slice bound `", bound.str(), "` has no ONNX form; use a constant or ",
-                          "the dim's full size"));
-}
-
 // The 1-D shape entries [from, to) of `x`.
 std::string dims(GraphWriter& g, const std::string& x, std::int64_t from, std::int64_t to) {
     auto* n = g.add("Shape", {x}, {g.fresh("dims")});
     GraphWriter::set_int(n, "start", from);
     GraphWriter::set_int(n, "end", to);
     return n->output(0);
+}
+
+// Symbolic sizes as graph values (1-D int64 tensors of one element): each symbol read off the
+// shape of the first input that has it as a dim, a size's canonical form (size.h's parts)
+// computed from them.
+class SizeValues {
+public:
+    SizeValues(GraphWriter& g, const std::vector<NodeRef>& params) : g_(g) {
+        for (auto& p : params) {
+            const Shape& shape = p->type().shape;
+            for (std::size_t i = 0; i < shape.size(); ++i)
+                if (auto symbol = shape[i].as_symbol())
+                    where_.try_emplace(symbol.get(), p->as<ParamAttr>().name, static_cast<int>(i));
+        }
+    }
+
+    // nullopt where a symbol of `s` is no input's dim.
+    std::optional<std::string> value(const Size& s) {
+        std::optional<std::string> total;
+        if (s.constant_term() != 0 || s.parts().empty()) total = g_.ints({s.constant_term()});
+        for (const Size::Part& part : s.parts()) {
+            std::optional<std::string> v = part_value(part);
+            if (!v) return std::nullopt;
+            if (part.coefficient != 1) v = g_.op("Mul", {*v, g_.ints({part.coefficient})});
+            total = total ? g_.op("Add", {*total, *v}) : *v;
+        }
+        return total;
+    }
+
+private:
+    std::optional<std::string> part_value(const Size::Part& part) {
+        using Kind = Size::Part::Kind;
+        if (part.kind == Kind::Symbol) {
+            const Symbol* symbol = part.symbol.get();
+            if (auto read = read_.find(symbol); read != read_.end()) return read->second;
+            auto it = where_.find(symbol);
+            if (it == where_.end()) return std::nullopt;
+            auto [input, axis] = it->second;
+            return read_[symbol] = dims(g_, input, axis, axis + 1);
+        }
+        std::vector<std::string> args;
+        for (const Size& a : part.args) {
+            auto v = value(a);
+            if (!v) return std::nullopt;
+            args.push_back(*v);
+        }
+        if (part.kind != Kind::FloorDiv) return g_.op(part.kind == Kind::Min ? "Min" : "Max", args);
+        // (a - a mod d) / d: ONNX's integer Mod takes the divisor's sign, so the division is exact.
+        std::string d = g_.ints({part.divisor});
+        return g_.op("Div", {g_.op("Sub", {args[0], g_.op("Mod", {args[0], d})}), d});
+    }
+
+    GraphWriter& g_;
+    std::unordered_map<const Symbol*, std::pair<std::string, int>> where_;  // input, axis
+    std::unordered_map<const Symbol*, std::string> read_;
+};
+
+// A slice bound as an ONNX start/end (a 1-D int64 tensor): a constant as it is (ONNX clamps and
+// counts negatives from the end like the IR), the whole dim as "to the end", a symbolic bound
+// clamped below at 0 (the IR clamps it to [0, n], where ONNX counts a negative one from the end).
+std::string slice_bound(GraphWriter& g, SizeValues& sizes, const Node& n, const Size& bound,
+                        const Size& dim_size) {
+    if (auto c = bound.constant()) return g.ints({*c});
+    if (bound.equals(dim_size)) return g.ints({std::numeric_limits<std::int64_t>::max()});
+    if (auto v = sizes.value(bound)) return g.op("Max", {*v, g.ints({0})});
+    user_error(n.loc, cat("slice bound `", bound.str(), "` names a size that is no input's dim, ",
+                          "so the ONNX model cannot compute it"));
 }
 
 // out[2i] = even[i], out[2i+1] = odd[i] along d, with len(even) - len(odd) in {0, 1} and both
@@ -181,7 +242,7 @@ std::string interleave(GraphWriter& g, const std::string& even, const std::strin
     return g.op("Slice", {merged, g.ints({0}), total, axes});
 }
 
-void emit_node(GraphWriter& g, const Node& n) {
+void emit_node(GraphWriter& g, SizeValues& sizes, const Node& n) {
     switch (n.op) {
         case Op::Param: return;  // bound as graph inputs
         case Op::Literal: return;  // a constant where it is used (GraphWriter::value, value_as)
@@ -189,8 +250,8 @@ void emit_node(GraphWriter& g, const Node& n) {
             const auto& a = n.as<SliceAttr>();
             const Node* x = n.inputs[0].get();
             const Size& size = x->type().shape[a.dim];
-            std::string r = g.op("Slice", {g.value(x).name, g.ints({slice_bound(n, a.start, size)}),
-                                           g.ints({slice_bound(n, a.stop, size)}), g.ints({a.dim}),
+            std::string r = g.op("Slice", {g.value(x).name, slice_bound(g, sizes, n, a.start, size),
+                                           slice_bound(g, sizes, n, a.stop, size), g.ints({a.dim}),
                                            g.ints({a.step})});
             g.bind(&n, {r, g.value(x).dtype});
             return;
@@ -281,7 +342,8 @@ std::string export_onnx(const Program& lowered, const OnnxOptions& options) {
         outputs.push_back(name);
     }
     for (const auto& name : taken) g.reserve(name);
-    for (const Node* n : topo_order(lowered.results)) emit_node(g, *n);
+    SizeValues sizes(g, lowered.params);
+    for (const Node* n : topo_order(lowered.results)) emit_node(g, sizes, *n);
     for (std::size_t i = 0; i < lowered.results.size(); ++i) {
         const Node* r = lowered.results[i].get();
         const std::string& name = outputs[i];
