@@ -170,6 +170,42 @@ def test_a_nan_s_operands_each_take_the_whole_gradient_as_torch_does(op):
     assert torch.equal(_scan_grad(op, x, w), want)
     assert want[0, 0] == w.sum()  # 1 is the left operand of every max or min with the NaN
 
+
+def _online_softmax(left, right):
+    m = torch.maximum(left[0], right[0])
+    return m, left[1] * torch.exp(left[0] - m) + right[1] * torch.exp(right[0] - m)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_an_unused_output_that_overflows_leaves_the_used_one_s_gradient_finite(mode):
+    # The running sum is NaN from the inf on (exp(inf - inf)); only the running max is used, so
+    # its zero gradient must not meet the sum's NaN Jacobian (0 * NaN) as torch never visits it.
+    def running_max_sum(m, s):
+        return st.associative_scan(_online_softmax, (m, s), 0)[0].sum()
+
+    m = torch.tensor([0.5, float("inf"), 0.2, 0.3], dtype=torch.float64, requires_grad=True)
+    s = torch.ones(4, dtype=torch.float64)
+    fn = running_max_sum if mode == "eager" else torch.compile(running_max_sum, backend="aot_eager")
+    (got,) = torch.autograd.grad(fn(m, s), m)
+    acc, outs = (m[0], s[0]), [m[0]]
+    for t in range(1, 4):
+        acc = _online_softmax(acc, (m[t], s[t]))
+        outs.append(acc[0])
+    (want,) = torch.autograd.grad(torch.stack(outs).sum(), m)
+    assert torch.equal(got, want), (got, want)
+    assert torch.isfinite(got).all()
+
+
+def test_gradients_of_some_outputs_equal_those_of_all_outputs_weighted_by_zero():
+    a, b = leaf(3, 17, seed=7).sigmoid().detach().requires_grad_(), leaf(3, 17, seed=8)
+    w = leaf(3, 17, seed=9).detach()
+    _, h = st.associative_scan(loops.affine, (a, b), 1)
+    only_h = torch.autograd.grad((h * w).sum(), (a, b))
+    products, h = st.associative_scan(loops.affine, (a, b), 1)
+    both = torch.autograd.grad((h * w).sum() + (products * 0).sum(), (a, b))
+    for got, want in zip(only_h, both):
+        torch.testing.assert_close(got, want)
+
 @pytest.mark.parametrize("op", [torch.fmax, torch.fmin])
 def test_fmax_and_fmin_send_a_tie_s_gradient_to_the_first_operand_as_torch_does(op):
     x = torch.tensor([[1.0, 1.0, float("nan"), 1.0, 0.5]], dtype=torch.float64)

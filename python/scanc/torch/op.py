@@ -4,7 +4,8 @@
         -> Tensor[]
     scanc::associative_scan_backward(str program, Tensor[] xs, Tensor[] ys, Tensor[] captured,
         Tensor[] grads, int dim, bool reverse) -> Tensor[]     (dxs, then per captured value
-        its gradient in the leaves' dtype and the captured value's shape)
+        its gradient in the leaves' dtype and the captured value's shape; a program marked by
+        programs.mark_unused_grads skips the outputs it names, whose grads are zeros)
 
 `program` is the traced combine's text (a constant under Dynamo), so the ops are opaque,
 shape-generic calls: fake implementations give the output shapes, eager ones compile the program
@@ -101,6 +102,7 @@ def _setup_context(ctx, inputs, output):
     program, xs, captured, dim, reverse = inputs
     ctx.save_for_backward(*xs, *output, *captured)
     ctx.meta = (program, len(xs), dim, reverse)
+    ctx.set_materialize_grads(False)  # an unused output's gradient stays None: _backward skips it
 
 
 def _backward(ctx, grads):
@@ -108,7 +110,14 @@ def _backward(ctx, grads):
     program, n, dim, reverse = ctx.meta
     saved = ctx.saved_tensors
     xs, ys, captured = list(saved[:n]), list(saved[n:2 * n]), list(saved[2 * n:])
+    if all(g is None for g in grads):
+        return None, [None] * n, [None] * len(captured), None, None
+    # Integer and bool outputs carry no gradient either way.
+    live = [g is not None or not y.is_floating_point() for g, y in zip(grads, ys)]
     grads = [torch.zeros_like(y) if g is None else g for g, y in zip(grads, ys)]
+    # The outputs without a gradient ride in the program text, so that the op's schema stays
+    # (graphs that earlier versions cached, with the plain text, still run: every output live).
+    program = programs.mark_unused_grads(program, live)
     outs = scan_backward_op(program, xs, ys, captured, grads, dim, reverse)
     dcs = [contribution.to(c.dtype) if c.is_floating_point() else None
            for contribution, c in zip(outs[n:], captured)]

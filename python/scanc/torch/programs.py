@@ -191,14 +191,33 @@ def _load(program: str, what: str) -> scanc.Module:
         raise ValueError(f"associative_scan: {e}\nThe generated program:\n{program}") from None
 
 
+_UNUSED_GRADS = "\n# outputs without a gradient: "
+
+
+def mark_unused_grads(text: str, live: list[bool]) -> str:
+    """The backward op's program text for outputs of which only those with live[j] have a
+    gradient: the combine's text, and a last line naming the others (none: the text as it is)."""
+    unused = [str(j) for j, has_grad in enumerate(live) if not has_grad]
+    return text + _UNUSED_GRADS + " ".join(unused) if unused else text
+
+
+def _unmark_unused_grads(text: str, n: int) -> tuple[str, tuple[bool, ...]]:
+    text, _, unused = text.partition(_UNUSED_GRADS)
+    skipped = {int(j) for j in unused.split()}
+    return text, tuple(j not in skipped for j in range(n))
+
+
 def backward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
+    """The compiled backward scan of a program text marked by mark_unused_grads."""
     def build() -> CompiledScan:
         floats = {x.dtype for x in xs if x.is_floating_point()}
         if len(floats) != 1:
             raise ValueError("associative_scan: autograd needs floating-point leaves, all of "
                              f"one dtype (integer and bool leaves get no gradient), got "
                              f"{[x.dtype for x in xs]}")
-        program, cap_out = _backward_text(ir.parse_combine(text), xs, captured, dim, reverse)
+        combine, live = _unmark_unused_grads(text, len(xs))
+        program, cap_out = _backward_text(ir.parse_combine(combine), xs, captured, dim, reverse,
+                                          live)
         return CompiledScan(_load(program, "associative_scan backward"), "backward", cap_out)
 
     return _compiled(_signature("backward", text, xs, captured, dim, reverse), build)
@@ -211,11 +230,29 @@ def _closed_pattern(nonzero: list[list[bool]]) -> bool:
                for i in range(n) for j in range(n))
 
 
-def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
+def _live_components(A: list[list[ir.Node]], has_grad: list[bool]) -> list[int]:
+    """The components p of the backward state h (h_p = g_p + sum_q A[p][q] h_q of the next
+    step) that can be nonzero: those of outputs with a gradient and those that feed one. The
+    others are left out, not carried as zeros: a zero times a Jacobian entry that is inf or NaN
+    (an unused output's own arithmetic overflowing) would make NaN, where torch's autograd never
+    visits the unused output."""
+    alive = list(has_grad)
+    grew = True
+    while grew:
+        grew = False
+        for p, row in enumerate(A):
+            if not alive[p] and any(alive[q] and a is not ir.ZERO for q, a in enumerate(row)):
+                alive[p] = grew = True
+    return [p for p, a in enumerate(alive) if a]
+
+
+def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
+                   live: tuple[bool, ...]):
     """The backward program over the differentiable (floating-point) leaves `fl`: the others
     (integers, bools: indices, flags) get no gradient and carry none, but the Jacobians are
-    evaluated at their values. Returns the program and the captured indices it contributes to;
-    it returns one dx per floating-point leaf, in order, then those contributions."""
+    evaluated at their values. `live[j]`: whether output j has a gradient (at least one does).
+    Returns the program and the captured indices it contributes to; it returns one dx per
+    floating-point leaf, in order, then those contributions."""
     n, rank, d = comb.num_leaves, xs[0].ndim, dim
     fl = [j for j, x in enumerate(xs) if x.is_floating_point()]
     m = len(fl)
@@ -231,10 +268,12 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
     R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in fl] for i in fl]
     C = [[derivative(comb.outputs[i], c) for c in caps] for i in fl]
     A = [[L[q][p] for q in range(m)] for p in range(m)]
-    nonzero = [[A[p][q] is not ir.ZERO for q in range(m)] for p in range(m)]
+    alive = _live_components(A, [live[j] for j in fl])  # positions in fl; h of the others is 0
+    nonzero = [[A[p][q] is not ir.ZERO for q in alive] for p in alive]
     if not _closed_pattern(nonzero):
-        nonzero = [[True] * m for _ in range(m)]
-    entries = [(p, q) for p in range(m) for q in range(m) if nonzero[p][q]]
+        nonzero = [[True] * len(alive) for _ in alive]
+    # (i, j) over positions in `alive`
+    entries = [(i, j) for i in range(len(alive)) for j in range(len(alive)) if nonzero[i][j]]
 
     lines: list[str] = []
     params = [_param(f"{p}{i}", x, rank, True) for p in ("x", "y") for i, x in enumerate(xs)]
@@ -253,13 +292,14 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
                    else f"concat({d}, {sl(f'x{j}', 0, 1)}, {sl(f'x{j}', 0, -1)})")
         lines.append(f"  xs{j} = {shifted}")
     env_a = {"l": "y", "r": "xs", "c": "c"}
-    a_text = ir.print_statements([A[p][q] for p, q in entries],
-                                 lambda v: f"{env_a[v.value[0]]}{v.value[1]}", "ea", lines)
-    for (p, q), expr, node in zip(entries, a_text, [A[p][q] for p, q in entries]):
-        lines.append(f"  a{p}_{q} = " + (f"{dt}({expr})" if ir.depends_on(node, ("l", "r"))
+    a_nodes = [A[alive[i]][alive[j]] for i, j in entries]
+    a_text = ir.print_statements(a_nodes, lambda v: f"{env_a[v.value[0]]}{v.value[1]}", "ea",
+                                 lines)
+    for (i, j), expr, node in zip(entries, a_text, a_nodes):
+        lines.append(f"  a{i}_{j} = " + (f"{dt}({expr})" if ir.depends_on(node, ("l", "r"))
                                          else full(expr, f"x{fl[0]}")))
-    scan_leaves = [f"a{p}_{q}" for p, q in entries] + [f"g{j}" for j in fl]
-    scan_outs = ["_"] * len(entries) + [f"h{j}" for j in fl]
+    scan_leaves = [f"a{i}_{j}" for i, j in entries] + [f"g{fl[p]}" for p in alive]
+    scan_outs = ["_"] * len(entries) + [f"h{fl[p]}" for p in alive]
     direction = "" if reverse else " reverse"
     lines.append(f"  ({', '.join(scan_outs)}) = scan affine_backward({', '.join(scan_leaves)}) "
                  f"dim={d}{direction}")
@@ -268,12 +308,12 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
     for j in range(n):
         lines.append(f"  yp{j} = {sl(f'y{j}', *prev)}")
         lines.append(f"  xc{j} = {sl(f'x{j}', *cur)}")
-    for j in fl:
-        lines.append(f"  hc{j} = {sl(f'h{j}', *cur)}")
+    for p in alive:
+        lines.append(f"  hc{fl[p]} = {sl(f'h{fl[p]}', *cur)}")
     env_p = {"l": "yp", "r": "xc", "c": "c"}
-    terms_dx = [[(R[p][q], fl[p]) for p in range(m) if R[p][q] is not ir.ZERO] for q in range(m)]
-    terms_dc = [[(C[p][k], fl[p]) for p in range(m) if C[p][k] is not ir.ZERO]
-                for k in range(len(captured))]
+    terms_dx = [[(R[p][q], fl[p]) for p in alive if R[p][q] is not ir.ZERO] for q in range(m)]
+    terms_dc = [[(C[p][c], fl[p]) for p in alive if C[p][c] is not ir.ZERO]
+                for c in range(len(captured))]
     flat = [t for group in terms_dx + terms_dc for t, _ in group]
     texts = iter(ir.print_statements(flat, lambda v: f"{env_p[v.value[0]]}{v.value[1]}", "ep",
                                      lines))
@@ -283,8 +323,10 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
 
     results = []
     for q, j in enumerate(fl):
-        tail = weighted_sum(terms_dx[q]) if terms_dx[q] else full("0", f"hc{fl[0]}")
-        first = sl(f"h{j}", 0, 1) if not reverse else sl(f"h{j}", -1, size)
+        tail = weighted_sum(terms_dx[q]) if terms_dx[q] else full("0", f"xc{j}")
+        # y_0 = x_0: dx_0 = h_0 (0 where h_j is)
+        bounds = (0, 1) if not reverse else (-1, size)
+        first = sl(f"h{j}", *bounds) if q in alive else full("0", sl(f"x{j}", *bounds))
         parts = (first, f"dt{j}") if not reverse else (f"dt{j}", first)
         lines.append(f"  dt{j} = {tail}")
         lines.append(f"  dx{j} = concat({d}, {parts[0]}, {parts[1]})")
@@ -295,7 +337,7 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool):
             lines.append(f"  dc{k} = {weighted_sum(group)}")
             results.append(f"dc{k}")
             cap_out.append(k)
-    program = (_affine_combine(m, entries) +
+    program = (_affine_combine(len(alive), entries) +
                f"program backward({', '.join(params)}) {{\n" + "\n".join(lines) +
                f"\n  return {', '.join(results)}\n}}\n")
     return program, cap_out
