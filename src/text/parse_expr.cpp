@@ -143,9 +143,10 @@ std::vector<std::string> Parser::function_names() const {
     return names;
 }
 
-// `(` has not been taken yet.
-std::vector<NodeRef> Parser::parse_args(const Token& callee) {
-    if (peek().is("(")) next();
+// `(args...)`, the `(` not taken yet (an argument may start with its own `(`); `opening`
+// says what the `(` was expected for.
+std::vector<NodeRef> Parser::parse_args(const Token& callee, std::string_view opening) {
+    expect("(", opening);
     std::vector<NodeRef> args;
     if (accept(")")) return args;
     do {
@@ -162,7 +163,7 @@ NodeRef Parser::parse_call(const Token& name) {
     if (!op)
         user_error(name.loc, cat("unknown function `", name.text, "`",
                                  did_you_mean(name.text, function_names())));
-    std::vector<NodeRef> args = parse_args(name);
+    std::vector<NodeRef> args = parse_args(name, "");
     int arity = op_info(*op).arity;
     if (static_cast<int>(args.size()) != arity)
         user_error(name.loc, cat("`", name.text, "` takes ", arity, " argument",

@@ -389,8 +389,8 @@ void Parser::parse_scan(const std::vector<const Token*>& targets, const Token& f
     const Token& name = peek();
     if (name.kind != TokenKind::Ident) fail(name, "a combine name after `scan`");
     CombineRef combine = combine_named(next());
-    expect("(", cat(" and the leaves after `scan ", combine->name, "`"));
-    std::vector<NodeRef> leaves = parse_args(name), captured;
+    std::vector<NodeRef> leaves = parse_args(name, cat(" and the leaves after `scan ", combine->name, "`"));
+    std::vector<NodeRef> captured;
     if (!peek().is("dim")) fail(peek(), "`dim=K` after the leaves of the scan");
     next();
     expect("=", " after `dim`");
@@ -401,8 +401,7 @@ void Parser::parse_scan(const std::vector<const Token*>& targets, const Token& f
             reverse = true;
         } else if (!with && peek().is("with")) {
             const Token& w = next();
-            expect("(", " after `with`");
-            captured = parse_args(w);
+            captured = parse_args(w, " after `with`");
             with = true;
         } else {
             break;

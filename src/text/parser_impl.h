@@ -71,7 +71,7 @@ private:
     NodeRef literal(const Token& t, bool negative);
     NodeRef lookup(const Token& name) const;
     NodeRef parse_call(const Token& name);
-    std::vector<NodeRef> parse_args(const Token& callee);
+    std::vector<NodeRef> parse_args(const Token& callee, std::string_view opening);
     NodeRef parse_structural(const Token& name);
     Size parse_size();
     Size parse_size_term();

@@ -180,6 +180,22 @@ TEST(CudaCodegen, EachKernelEntryCompilesAloneIntoCodeForThatKernelOnly) {
     }
 }
 
+TEST(CudaCodegen, CapturedExpressionsCompileWithNvrtc) {
+    // A captured expression's temporaries come before the line that stores its value.
+    SKIP_WITHOUT_NVRTC();
+    auto module = parse_module(R"(
+combine shifted(a | b; t) { return a + b + t }
+program p(x: f32[N, T], y: f32[N, 1], s: f32[]) {
+  u = scan shifted(x) dim=1 with (y * y)
+  v = scan shifted(x) dim=1 reverse with (-s)
+  w = scan shifted(x) dim=0 with (f32(i32(s) + 1))
+  return u, v, w
+}
+)",
+                               "<test>");
+    EXPECT_GT(cuda_compile_check(module.programs.back(), "sm_90"), 0u);
+}
+
 TEST(CudaCodegen, EveryDtypeCompilesWithNvrtc) {
     SKIP_WITHOUT_NVRTC();
     auto mx = dsl::trace_combine("mx", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {

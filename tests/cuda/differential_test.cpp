@@ -242,13 +242,14 @@ program p(x: f32[M, N], w: f64[M, N]) {
     }
 }
 
-TEST_F(CudaDifferential, CapturedValuesAreReadPerRowAndLane) {
+TEST_F(CudaDifferential, CapturedValuesAndExpressionsAreReadPerRowAndLane) {
     auto program = parse_program(R"(
 combine smooth_max(x1 | x2; tau) { return tau * logaddexp(x1 / tau, x2 / tau) }
 program p(x: f32[N, T], tau: f32[N, 1], u: f32[T, N], s: f32[N]) {
   y = scan smooth_max(x) dim=1 with (tau)
   z = scan smooth_max(u) dim=0 reverse with (s)
-  return y, z
+  w = scan smooth_max(x) dim=1 with (tau * tau + 0.25)   # an expression, computed per row
+  return y, z, w
 }
 )");
     Fill positive{false, 0.5, 2.0}, real{false, -3, 3};

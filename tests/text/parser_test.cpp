@@ -181,6 +181,18 @@ TEST(Parser, MultiResultScansTakeOneNameOrUnderscorePerLeaf) {
     EXPECT_EQ(p.results[1]->inputs[0]->inputs[1], p.results[0]);
 }
 
+TEST(Parser, ScanLeavesAndCapturedValuesMayStartWithAParenthesis) {
+    const Node& y = body_of(
+        "combine c(a1, b1 | a2, b2; t) {\n  return a1 + a2 + t, b1 * b2\n}\n"
+        "program p(x: f32[N], t: f32[]) {\n"
+        "  (y, _) = scan c((x + 1) * 2, (x)) dim=0 with ((t) * 3)\n  return y\n}\n");
+    const Node& scan = *y.inputs[0];
+    ASSERT_EQ(scan.inputs.size(), 3u);
+    EXPECT_EQ(scan.inputs[0]->op, Op::Mul);      // (x + 1) * 2, not x + 1
+    EXPECT_EQ(scan.inputs[1]->op, Op::Param);    // (x)
+    EXPECT_EQ(scan.inputs[2]->op, Op::Mul);      // (t) * 3
+}
+
 TEST(Parser, EveryScalarFunctionAndCastIsCallable) {
     const Node& r = body_of(
         "program p(x: f64[2], i: i32[2]) {\n"

@@ -149,8 +149,11 @@ private:
         {
             ExprEmitter e(out_, "        ", "q", program_type,
                           [&](const Node* n) { return access_load(n, "a.in[#].ptr", "x.bin[#]"); });
-            for (std::size_t i = 0; i < captured.size(); ++i)
-                out_ << "        x.cap.c" << i << " = " << e.value_as(scan->inputs[attr.num_leaves + i].get(), captured[i]) << ";\n";
+            for (std::size_t i = 0; i < captured.size(); ++i) {
+                // The value first: a captured expression writes its temporaries to out_.
+                const std::string value = e.value_as(scan->inputs[attr.num_leaves + i].get(), captured[i]);
+                out_ << "        x.cap.c" << i << " = " << value << ";\n";
+            }
         }
         for (std::size_t k = 0; k < s_.inputs.size(); ++k)
             if (invariant_[k]) out_ << "        x.i" << k << " = " << load_text(cat("a.in[", k, "].ptr"), cat("x.bin[", k, "]"), s_.inputs[k].dtype) << ";\n";
