@@ -389,7 +389,8 @@ void Parser::parse_scan(const std::vector<const Token*>& targets, const Token& f
     const Token& name = peek();
     if (name.kind != TokenKind::Ident) fail(name, "a combine name after `scan`");
     CombineRef combine = combine_named(next());
-    std::vector<NodeRef> leaves = parse_args(name, cat(" and the leaves after `scan ", combine->name, "`"));
+    std::vector<NodeRef> leaves =
+        parse_args(name, cat(" and the leaves after `scan ", combine->name, "`"));
     std::vector<NodeRef> captured;
     if (!peek().is("dim")) fail(peek(), "`dim=K` after the leaves of the scan");
     next();
