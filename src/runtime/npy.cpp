@@ -31,21 +31,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-// The text after `'key':` in the header dict, or nullopt when the key is missing.
-std::optional<std::string_view> header_value(std::string_view header, std::string_view key) {
-    std::string quoted = cat("'", key, "'");
-    auto at = header.find(quoted);
-    if (at == std::string_view::npos) {
-        quoted = cat("\"", key, "\"");
-        at = header.find(quoted);
-        if (at == std::string_view::npos) return std::nullopt;
-    }
-    std::string_view rest = header.substr(at + quoted.size());
-    rest = trim(rest);
-    if (rest.empty() || rest.front() != ':') return std::nullopt;
-    return trim(rest.substr(1));
-}
-
 // Maps a descr such as '<f4' to a dtype, or explains why it is not supported.
 DType parse_descr(const std::string& path, std::string_view descr) {
     if (descr.size() < 2)
@@ -89,44 +74,122 @@ struct Header {
     std::vector<std::int64_t> shape;
 };
 
-Header parse_header(const std::string& path, std::string_view text) {
-    auto bad = [&](const std::string& what) -> void {
-        npy_error(path, cat("malformed .npy header (", what, "): ", trim(text)));
-    };
-    Header h{};
-    auto descr = header_value(text, "descr");
-    if (!descr || descr->empty()) bad("no 'descr'");
-    if (descr->front() == '[')
-        npy_error(path, "structured dtype (a record with named fields) is not supported; save each "
-                        "field as its own array");
-    char quote = descr->front();
-    if (quote != '\'' && quote != '"') bad("'descr' is not a string");
-    auto end = descr->find(quote, 1);
-    if (end == std::string_view::npos) bad("unterminated 'descr'");
-    h.dtype = parse_descr(path, descr->substr(1, end - 1));
+// Reads the header dict in order, as NumPy's literal_eval would: each of the three keys once,
+// each value of its kind, nothing else (a key named inside a string, a key given twice, an
+// unknown key are all refused, not found by searching the text).
+class HeaderReader {
+public:
+    HeaderReader(const std::string& path, std::string_view text) : path_(path), text_(text) {}
 
-    auto fortran = header_value(text, "fortran_order");
-    if (!fortran || fortran->empty()) bad("no 'fortran_order'");
-    if (fortran->starts_with("True")) h.fortran = true;
-    else if (fortran->starts_with("False")) h.fortran = false;
-    else bad("'fortran_order' is neither True nor False");
-
-    auto shape = header_value(text, "shape");
-    if (!shape || shape->empty() || shape->front() != '(') bad("no 'shape' tuple");
-    auto close = shape->find(')');
-    if (close == std::string_view::npos) bad("unterminated 'shape'");
-    std::string_view dims = shape->substr(1, close - 1);
-    while (!(dims = trim(dims)).empty()) {
-        std::size_t comma = dims.find(',');
-        std::string_view item = trim(dims.substr(0, comma));
-        if (item.empty() || item.find_first_not_of("0123456789") != std::string_view::npos ||
-            item.size() > 18)
-            bad(cat("bad dimension '", item, "'"));
-        h.shape.push_back(std::stoll(std::string(item)));
-        if (comma == std::string_view::npos) break;
-        dims.remove_prefix(comma + 1);
+    Header read() {
+        Header h{};
+        bool descr = false, fortran = false, shape = false;
+        expect('{');
+        while (!accept('}')) {
+            std::string_view key = quoted("a key");
+            expect(':');
+            auto once = [&](bool& seen) {
+                if (seen) bad(cat("'", key, "' given twice"));
+                seen = true;
+            };
+            if (key == "descr") {
+                once(descr);
+                space();
+                if (at('['))
+                    npy_error(path_, "structured dtype (a record with named fields) is not "
+                                     "supported; save each field as its own array");
+                h.dtype = parse_descr(path_, quoted("'descr' as a string"));
+            } else if (key == "fortran_order") {
+                once(fortran);
+                h.fortran = boolean();
+            } else if (key == "shape") {
+                once(shape);
+                h.shape = dims();
+            } else {
+                bad(cat("unexpected key '", key, "'"));
+            }
+            if (!accept(',')) {
+                expect('}');
+                break;
+            }
+        }
+        space();
+        if (pos_ < text_.size()) bad("text after the dict");
+        if (!descr) bad("no 'descr'");
+        if (!fortran) bad("no 'fortran_order'");
+        if (!shape) bad("no 'shape' tuple");
+        return h;
     }
-    return h;
+
+private:
+    [[noreturn]] void bad(const std::string& what) const {
+        npy_error(path_, cat("malformed .npy header (", what, "): ", trim(text_)));
+    }
+    void space() {
+        while (pos_ < text_.size() && std::string_view(" \t\n").find(text_[pos_]) != std::string_view::npos)
+            ++pos_;
+    }
+    bool at(char c) {
+        space();
+        return pos_ < text_.size() && text_[pos_] == c;
+    }
+    bool accept(char c) {
+        if (!at(c)) return false;
+        ++pos_;
+        return true;
+    }
+    void expect(char c) {
+        if (!accept(c)) bad(cat("expected '", c, "'"));
+    }
+    std::string_view quoted(const char* what) {
+        space();
+        char q = pos_ < text_.size() ? text_[pos_] : 0;
+        if (q != '\'' && q != '"') bad(cat("expected ", what));
+        auto end = text_.find(q, pos_ + 1);
+        if (end == std::string_view::npos) bad(cat("unterminated ", what));
+        std::string_view s = text_.substr(pos_ + 1, end - pos_ - 1);
+        pos_ = end + 1;
+        return s;
+    }
+    bool boolean() {
+        space();
+        for (bool v : {true, false}) {
+            std::string_view word = v ? "True" : "False";
+            if (text_.substr(pos_).starts_with(word)) {
+                pos_ += word.size();
+                return v;
+            }
+        }
+        bad("'fortran_order' is neither True nor False");
+    }
+    // `(3, 4)`, `(3,)`, `()`.
+    std::vector<std::int64_t> dims() {
+        if (!accept('(')) bad("no 'shape' tuple");
+        std::vector<std::int64_t> out;
+        while (!accept(')')) {
+            space();
+            // substr(pos, npos - pos) is still "to the end"
+            std::string_view item = text_.substr(pos_, text_.find_first_not_of("0123456789", pos_) - pos_);
+            std::string_view written = trim(text_.substr(pos_, text_.find_first_of(",)", pos_) - pos_));
+            if (item.empty() || item.size() > 18 || item.size() != written.size())
+                bad(cat("bad dimension '", written, "'"));
+            out.push_back(std::stoll(std::string(item)));
+            pos_ += item.size();
+            if (!accept(',')) {
+                if (!accept(')')) bad("unterminated 'shape'");
+                break;
+            }
+        }
+        return out;
+    }
+
+    const std::string& path_;
+    std::string_view text_;
+    std::size_t pos_ = 0;
+};
+
+Header parse_header(const std::string& path, std::string_view text) {
+    return HeaderReader(path, text).read();
 }
 
 // The .npy descr of a dtype; bf16 has none.

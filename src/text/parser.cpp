@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "parser_impl.h"
 #include "suggest.h"
@@ -443,10 +442,18 @@ Module load_module(const std::string& path) {
         user_error({path, 0, 0}, "cannot read the file: it is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) user_error({path, 0, 0}, cat("cannot read the file: ", std::strerror(errno)));
-    std::ostringstream text;
-    text << in.rdbuf();
+    // Read in blocks up to a cap, so that a device that never ends (/dev/zero) is an error
+    // rather than all the memory there is; a .scan file of 50,000 statements is about 1 MB.
+    constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
+    std::string text;
+    char block[1 << 16];
+    while (in.read(block, sizeof block) || in.gcount() > 0) {
+        text.append(block, static_cast<std::size_t>(in.gcount()));
+        if (text.size() > kMaxBytes)
+            user_error({path, 0, 0}, "cannot read the file: it is larger than 64 MiB (a .scan file is text)");
+    }
     if (in.bad()) user_error({path, 0, 0}, "cannot read the file");
-    return parse_module(text.str(), path);
+    return parse_module(text, path);
 }
 
 }  // namespace scanc

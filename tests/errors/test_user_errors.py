@@ -1,6 +1,7 @@
 """User mistakes: each must exit with code 2 and a one-paragraph message on stderr that names the
 problem and where it is (file:line:col for program text; the parameter or file for inputs)."""
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,6 +117,13 @@ def test_a_directory_given_as_a_file_is_named_as_one(tmp_path):
     assert_user_error(cumsum_run(tmp_path, "--input", f"x={inputs}"), re.escape(f"{inputs}: error: cannot read it: it is a directory"))
 
 
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_file_that_never_ends_is_refused_past_64_mib():
+    for command in ("check", "print"):
+        assert_user_error(scanc(command, "/dev/zero"), re.escape("/dev/zero: error: cannot read "
+                                                                 "the file: it is larger than 64 MiB"))
+
 def test_an_unknown_program_is_named_with_the_ones_there_are():
     assert_user_error(scanc("run", EXAMPLES / "cumsum.scan", "--program", "nope",
                             "--random", "N=2,T=3"), "nope", "cumsum")
@@ -136,6 +144,19 @@ def cumsum_run(tmp_path, *args):
 def test_bad_random_syntax_shows_the_expected_form(spec, tmp_path):
     assert_user_error(cumsum_run(tmp_path, "--random", spec), "--random", "SYM=N")
 
+
+
+@pytest.mark.parametrize("seed", ["-1", "18446744073709551616", "1e3"])
+def test_a_seed_outside_64_bits_is_refused_not_wrapped(seed, tmp_path):
+    assert_user_error(cumsum_run(tmp_path, "--random", "N=2,T=3", "--seed", seed), "--seed",
+                      "whole number from 0 to 2\\^64 - 1")
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_two_to_the_40_empty_lines_scan_at_once(backend, tmp_path):
+    run = cumsum_run(tmp_path, "--random", "N=1099511627776,T=0", "--backend", backend)
+    assert run.returncode == 0, run.stderr
+    assert "f32[1099511627776, 0] (empty)" in run.stdout
 
 @pytest.mark.parametrize("spec, needle", [
     ("x", "NAME=LO:HI"), ("x=1", "NAME=LO:HI"), ("x=a:b", "NAME=LO:HI"), ("x=0:inf", "NAME=LO:HI"),

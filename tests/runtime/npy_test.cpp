@@ -143,6 +143,18 @@ TEST(Npy, VersionsTwoAndThreeAndNativeOrderDescrsAreRead) {
     EXPECT_EQ(logical_bytes(y), "\x07\xff");
 }
 
+TEST(Npy, HeadersInAnyKeyOrderQuotingAndSpacingAreRead) {
+    for (const char* dict : {"{\"shape\":(2,),\"fortran_order\":False,\"descr\":\"<i2\"}",
+                             "{ 'fortran_order' : False , 'descr' : '<i2' , 'shape' : ( 2 , ) }",
+                             "{'descr': '<i2', 'fortran_order': False, 'shape': (2,),}"}) {
+        std::string path = temp_path("order.npy");
+        write_raw(path, 1, dict, bytes_of(std::vector<std::int16_t>{7, -3}));
+        Tensor y = read_npy(path);
+        EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{2})) << dict;
+        EXPECT_EQ(logical_bytes(y), bytes_of(std::vector<std::int16_t>{7, -3})) << dict;
+    }
+}
+
 struct BadFile {
     const char* name;
     std::string dict;  // empty: write `raw` as the whole file
@@ -167,6 +179,15 @@ TEST(Npy, EveryKindOfBadFileGivesACompileErrorNamingTheFileAndTheProblem) {
         {"u4", "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }", "abcd", "'<u4'"},
         {"no_shape", "{'descr': '<f4', 'fortran_order': False, }", "", "no 'shape'"},
         {"bad_dim", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", "", "bad dimension"},
+        {"float_dim", "{'descr': '<f4', 'fortran_order': False, 'shape': (2.5,), }", "", "bad dimension '2.5'"},
+        // Keys are read in order, not found by searching: NumPy takes the last of two, and
+        // refuses a key it does not know; neither may pass for a smaller array here.
+        {"twice", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'shape': (3, 4), }", "abcd",
+         "'shape' given twice"},
+        {"key_in_a_string", "{'note': \"'shape': (1,)\", 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",
+         "abcdefgh", "unexpected key 'note'"},
+        {"after_the_dict", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)} 'shape': (2,)", "abcd",
+         "text after the dict"},
         {"version", "", "", "format version 9.0", std::string("\x93NUMPY\x09\x00\x00\x00", 10)},
     };
     for (const BadFile& c : cases) {

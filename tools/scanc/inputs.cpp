@@ -103,7 +103,18 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
                    "uniform in [LO, HI), integers in [LO, HI]); repeatable")
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    app.add_option("--seed", options.seed, "seed of the random inputs")->capture_default_str();
+    app.add_option("--seed", options.seed, "seed of the random inputs")
+        ->capture_default_str()
+        ->check(
+            [](const std::string& text) {
+                // Checked as written: CLI11 wraps -1 and clamps 2^64 into a uint64.
+                std::uint64_t value = 0;
+                auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+                return error == std::errc() && end == text.data() + text.size()
+                           ? std::string()
+                           : std::string("a seed is a whole number from 0 to 2^64 - 1");
+            },
+            "UINT64");
     app.add_option("--threads", options.threads,
                    "cpu backend threads (0: SCANC_NUM_THREADS, else every core)")
         ->check(CLI::Range(0, 65536));

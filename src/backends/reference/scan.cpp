@@ -27,6 +27,8 @@ std::vector<Tensor> run_scan(const Node& node, const CombineTypes& types,
     // Iterate over the lines: every coordinate but `dim`, which each line walks.
     int dim = attr.dim;
     std::int64_t length = sizes[dim];
+    // Empty lines: nothing to walk, however many (2^40 of them would take hours).
+    if (length == 0) return outputs;
     std::vector<std::int64_t> lines = sizes;
     lines[dim] = 1;
     std::vector<std::vector<std::int64_t>> strides = {contiguous_strides(sizes)};
@@ -50,7 +52,6 @@ std::vector<Tensor> run_scan(const Node& node, const CombineTypes& types,
     CombineEvaluator evaluator(combine, types);
     std::vector<Scalar> carry(num_leaves), element(num_leaves), captured(num_captured);
     for_each_offset(lines, strides, [&](std::span<const std::int64_t> off) {
-        if (length == 0) return;
         for (int c = 0; c < num_captured; ++c)
             captured[c] = load(num_leaves + c, off[1 + c], captured_dtypes[c]);
         // Reverse walks from the end; either way the carry (the elements already combined) is
