@@ -94,7 +94,6 @@ public:
             };
             if (key == "descr") {
                 once(descr);
-                space();
                 if (at('['))
                     npy_error(path_, "structured dtype (a record with named fields) is not "
                                      "supported; save each field as its own array");

@@ -159,9 +159,10 @@ public:
 
     // nullopt where a symbol of `s` is no input's dim.
     std::optional<std::string> value(const Size& s) {
+        const std::vector<Size::Part> parts = s.parts();
         std::optional<std::string> total;
-        if (s.constant_term() != 0 || s.parts().empty()) total = g_.ints({s.constant_term()});
-        for (const Size::Part& part : s.parts()) {
+        if (s.constant_term() != 0 || parts.empty()) total = g_.ints({s.constant_term()});
+        for (const Size::Part& part : parts) {
             std::optional<std::string> v = part_value(part);
             if (!v) return std::nullopt;
             if (part.coefficient != 1) v = g_.op("Mul", {*v, g_.ints({part.coefficient})});
