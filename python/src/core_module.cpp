@@ -2,6 +2,7 @@
 // turns Python scalars into arrays, picks the program and the output framework, and calls
 // CoreModule.run here. Errors: CompileError -> scanc.CompileError (a ValueError), every other
 // scanc error -> RuntimeError.
+#include <cctype>
 #include <climits>
 #include <map>
 #include <memory>
@@ -169,6 +170,15 @@ private:
             PyErr_Clear();  // what the failed cast left (e.g. __dlpack__'s BufferError)
             // An array DLPack cannot carry (NumPy's object dtype, or bytes not in this machine's order).
             if (nb::hasattr(object, "dtype") && nb::hasattr(object, "__dlpack__")) {
+                if (nb::hasattr(object, "device")) {  // torch's meta, mps, ...: no memory scanc can read
+                    const nb::object device_object = object.attr("device");
+                    const std::string device = nb::cast<std::string>(nb::str(device_object));
+                    std::string lower = device;
+                    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                    if (lower.find("cpu") == std::string::npos && lower.find("cuda") == std::string::npos)
+                        user_error({}, cat(what, " is on device `", device, "`; scanc reads CPU memory, and ",
+                                           "CUDA memory on the cuda backend"));
+                }
                 const nb::object dtype_object = object.attr("dtype");
                 const std::string dtype = nb::cast<std::string>(nb::str(dtype_object));
                 if (dtype == "bfloat16")  // ml_dtypes' NumPy dtype, which DLPack cannot carry

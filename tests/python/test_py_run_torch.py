@@ -71,6 +71,11 @@ def test_a_tensor_that_requires_grad_is_accepted():
     torch.testing.assert_close(y, torch.cumsum(x.detach(), dim=1), rtol=1e-5, atol=1e-5)
 
 
+def test_a_meta_tensor_is_refused_for_its_device_not_its_dtype():
+    with pytest.raises(scanc.CompileError, match="is on device `meta`"):
+        MOD.run("scan_f32", torch.ones(2, 3, device="meta"))
+
+
 def test_default_backend_matches_torch_cumsum_on_a_long_row():
     x = torch.randn(3, 100_003, dtype=torch.float64)
     (y,) = MOD.run("scan_f64", x)

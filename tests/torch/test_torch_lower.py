@@ -63,6 +63,16 @@ def test_a_bound_that_is_no_length_or_below_the_smallest_is_refused(bounds, erro
         st.lower_associative_scans(ep, bounds=bounds)
 
 
+def test_a_bound_named_for_no_dynamic_scan_length_is_refused_with_the_lengths_there_are():
+    ep = export(ScancOpModel())
+    with pytest.raises(ValueError, match=r"bounds names 'zz', which is no dynamic scan length "
+                                         r"of the program \(its dynamic scan lengths: s\d+\)"):
+        st.lower_associative_scans(ep, bounds={"zz": 8})
+    static = torch.export.export(ScancOpModel(), (randn(3, 10), randn(3, seed=1)))
+    with pytest.raises(ValueError, match=r"\(its dynamic scan lengths: none\)"):
+        st.lower_associative_scans(static, bounds={"s0": 8})
+
+
 class Harmonic(torch.nn.Module):
     def forward(self, x):  # 1 / (1/a + 1/b): parallel resistances
         return st.associative_scan(lambda a, b: 1 / (1 / a + 1 / b), x, 0)

@@ -5,6 +5,7 @@ attributes. Each case is checked against a Python loop of the same combine on re
 scanc cannot do exactly is refused with a message."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -345,3 +346,111 @@ def test_forward_mode_dual_tensors_are_refused():
 
     with fwad.dual_level(), pytest.raises(NotImplementedError, match="forward-mode AD"):
         st.associative_scan(lambda a, b: a + b, fwad.make_dual(torch.ones(4), torch.ones(4)), 0)
+
+
+SHIFT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+@pytest.mark.parametrize("dtype", SHIFT_DTYPES)
+@pytest.mark.parametrize("count", [0, 1, 3, 7, 8, 15, 31, 32, 63, 64, 70, -1, -9])
+def test_shifts_by_a_constant_count_follow_torch_past_the_bit_width(dtype, count):
+    x = integers(33, seed=7, low=0 if dtype == torch.uint8 else -100, high=100).to(dtype)
+    assert_scan_matches_torch(lambda a, b: torch.where((b << count) > 20, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where((b >> count) == -1, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where(torch.bitwise_left_shift(b, count) < 0, b, a), x)
+
+
+@pytest.mark.parametrize("dtype", SHIFT_DTYPES)
+def test_shifts_by_a_traced_or_captured_count_follow_torch_for_every_count(dtype):
+    x = integers(127, seed=8, low=0 if dtype == torch.uint8 else -100, high=100).to(dtype)
+    counts = torch.tensor(70 if dtype != torch.int8 else 70, dtype=dtype)
+    # counts from the operands themselves: -100..99 covers negative, in-range and too-large ones
+    assert_scan_matches_torch(lambda a, b: torch.where((b << (b % 80)) > 20, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where((b >> (b - 3)) == 0, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where((1 << (b % 9)) == 128, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where((b << counts) == 0, b, a), x)
+
+
+def test_a_shift_of_floats_is_refused_as_torch_refuses_it():
+    with pytest.raises(ValueError, match="`<<` needs integer operands"):
+        st.associative_scan(lambda a, b: a + (b << 1), torch.ones(2, 5), 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64, torch.uint8])
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, 5, 13])
+def test_an_integer_power_by_a_constant_wraps_as_torch_s_does(dtype, exponent):
+    x = integers(33, seed=9, low=0 if dtype == torch.uint8 else -100, high=100).to(dtype)
+    assert_scan_matches_torch(lambda a, b: torch.where(b ** exponent > 7, b, a), x)
+    assert_scan_matches_torch(lambda a, b: torch.where(torch.pow(b, exponent) < 0, b, a), x)
+
+
+@pytest.mark.parametrize("spelling", [lambda a, b: a ** b, lambda a, b: a ** -1],
+                         ids=["traced exponent", "negative exponent"])
+def test_an_integer_power_by_other_than_a_constant_natural_exponent_is_refused(spelling):
+    with pytest.raises(ValueError, match=r"`\*\*` \(torch.pow\) of torch.int64 operands"):
+        st.associative_scan(spelling, integers(5, seed=10), 1)
+
+
+def test_an_integer_power_by_a_float_exponent_is_a_float_as_in_torch():
+    x = integers(17, seed=10, low=0)
+    assert_scan_matches_torch(lambda a, b: torch.where(b ** 0.5 > 2.5, b, a), x)
+
+
+def test_alpha_scales_a_number_in_the_result_dtype_as_torch_does():
+    ints = integers(33, seed=11)
+    floats = torch.randn(3, 33, generator=torch.Generator().manual_seed(11))
+    assert_scan_matches_torch(lambda a, b: torch.where(torch.add(b, 3, alpha=2) > 7, b, a), ints)
+    assert_scan_matches_torch(lambda a, b: torch.where(torch.sub(b, 0.3, alpha=2.2) > 0, b, a), floats)
+
+
+def test_the_functions_a_refusal_suggests_all_run_inside_a_combine():
+    with pytest.raises(ValueError) as refusal:
+        st.associative_scan(lambda a, b: a + float(b), torch.ones(2, 5), 1)
+    suggested = re.findall(r"torch\.(\w+)", str(refusal.value))
+    assert suggested
+    x = torch.rand(2, 5) + 1
+    for name in suggested:
+        fn = getattr(torch, name)
+        assert_scan_matches_torch(lambda a, b: torch.where(fn(b) > 1, b, a), x)
+
+
+def last_with_high_bits(a, b):  # the latest element with a bit set past its shifts and cube
+    return torch.where(((b << (b % 70)) > 20) | ((b >> 3) == -1) | ((1 << (b % 9)) == 128)
+                       | (b ** 3 > 100), b, a)
+
+
+class LastWithHighBits(torch.nn.Module):
+    def forward(self, x):
+        return st.associative_scan(last_with_high_bits, x, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64])
+def test_shifts_and_integer_powers_compile_export_and_lower_with_torch_s_meaning(dtype):
+    x, longer = (integers(n, seed=n, low=-100, high=100).to(dtype) for n in (37, 50))
+    compiled = torch.compile(LastWithHighBits(), backend="eager", fullgraph=True, dynamic=True)
+    exported = torch.export.export(LastWithHighBits(), (x,),
+                                   dynamic_shapes=({1: torch.export.Dim("T", max=64)},))
+    lowered = st.lower_associative_scans(exported).module()
+    for inputs in (x, longer):
+        want = loop_scan(last_with_high_bits, inputs, 1)
+        assert torch.equal(compiled(inputs), want)
+        assert torch.equal(lowered(inputs), want)
+    torch._dynamo.reset()
+
+
+class LatestEqualToAWrappedNumber(torch.nn.Module):
+    def forward(self, x):  # 200 beside int8 is -56 in torch
+        return st.associative_scan(lambda a, b: torch.where(b == 200, b, a), x, 1)
+
+
+def test_a_number_beyond_an_integer_dtype_wraps_as_in_torch_eager_compiled_and_lowered():
+    x = torch.tensor([[5, -56, 3, 100, -56, 7]], dtype=torch.int8)
+    want = loop_scan(lambda a, b: torch.where(b == 200, b, a), x, 1)
+    assert want[0, 1] == -56  # torch's own wrap, which the loop shows
+    compiled = torch.compile(LatestEqualToAWrappedNumber(), backend="eager", fullgraph=True,
+                             dynamic=True)
+    exported = torch.export.export(LatestEqualToAWrappedNumber(), (x,))
+    assert torch.equal(LatestEqualToAWrappedNumber()(x), want)
+    assert torch.equal(compiled(x), want)
+    assert torch.equal(st.lower_associative_scans(exported).module()(x), want)
+    torch._dynamo.reset()

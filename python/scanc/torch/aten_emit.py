@@ -39,6 +39,8 @@ class Emitter:
             raise ValueError(f"lower_associative_scans: cannot evaluate `{op}` on constants")
         if op.startswith("cast:"):
             return self.call(aten._to_copy.default, args[0], dtype=DTYPES[op[5:]])
+        if op in ("<<", ">>"):
+            return self._shift(op, args[0], args[1], tensors)
         if op in BINARY:
             return self._binary(op, args[0], args[1], tensors)
         if op == "where":
@@ -107,6 +109,18 @@ class Emitter:
             overload = "Tensor"  # aten.add.Tensor takes a number as `other` in exported graphs
         packet = BINARY[op]
         return self.call(getattr(packet, overload), a, b)
+
+
+    def _shift(self, op: str, a, b, tensors: list[bool]) -> fx.Node:
+        # scanc takes the count modulo the bit width; aten shifts everything out past it.
+        bits = torch.iinfo(_dtype_of(a if tensors[0] else b)).bits
+        packet = aten.bitwise_left_shift if op == "<<" else aten.bitwise_right_shift
+        if not tensors[1]:
+            return self.call(packet.Tensor_Scalar, a, b % bits)
+        count = self.call(aten.bitwise_and.Scalar, b, bits - 1)
+        if not tensors[0]:
+            return self.call(packet.Scalar_Tensor, a, count)
+        return self.call(packet.Tensor, a, count)
 
 
 INTEGERS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)

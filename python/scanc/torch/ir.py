@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-INFIX = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or", "&", "|", "^")
+INFIX = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or", "&", "|", "^",
+         "<<", ">>")
 PREFIX = {"neg": "-", "not": "not"}
 FUNCTIONS = {
     "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "rsqrt": 1, "abs": 1, "tanh": 1,

@@ -47,7 +47,9 @@ def _combine_from_graph(gm: fx.GraphModule, num_leaves: int) -> ir.Combine:
 # ---- the pass ----
 
 def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
-             renamed: dict[str, fx.Node]) -> None:
+             renamed: dict[str, fx.Node]) -> str | None:
+    """Replaces the scan `node` by its lowered ops; returns its length's size expression where
+    the length is dynamic."""
     if _is_torch_hop(node):
         combine_attr, xs, captured = node.args[0], list(node.args[1]), list(node.args[2])
         comb = _combine_from_graph(getattr(gm, combine_attr.target), len(xs))
@@ -59,6 +61,7 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
             program, captured = _pinned(program, xs, captured, dim, reverse)
         comb = ir.parse_combine(program)
     length = node.meta["val"][0].shape[dim]  # the scan's own (operands may be new nodes)
+    dynamic = None if isinstance(length, int) else str(length.node.expr)
     with gm.graph.inserting_before(node):
         ys = lower_scan(gm.graph, comb, xs, captured, dim, reverse, length, algorithm, bounds)
     for user in list(node.users):
@@ -78,6 +81,7 @@ def _rewrite(gm: fx.GraphModule, node: fx.Node, algorithm: str, bounds,
         gm.delete_submodule(combine_attr.target)
     if combine_attr is None:
         _erase_unused_numbers(gm.graph, given)
+    return dynamic
 
 
 def _erase_unused_numbers(graph: fx.Graph, nodes) -> None:
@@ -85,7 +89,8 @@ def _erase_unused_numbers(graph: fx.Graph, nodes) -> None:
     aten.scalar_tensor and the reshapes over it that _number walked (pure ops, nothing else)."""
     for node in nodes:
         while (isinstance(node, fx.Node) and not node.users and node.op == "call_function"
-               and (node.target in _CARRY_VALUE or node.target is aten.scalar_tensor.default)):
+               and (node.target in _CARRY_VALUE or node.target in _CONVERSIONS
+                    or node.target is aten.scalar_tensor.default)):
             source = node.args[0]
             graph.erase_node(node)
             node = source
@@ -93,6 +98,7 @@ def _erase_unused_numbers(graph: fx.Graph, nodes) -> None:
 
 _CARRY_VALUE = {aten.reshape.default, aten.view.default, aten.expand.default,
                 aten.unsqueeze.default, aten.clone.default}
+_CONVERSIONS = {aten._to_copy.default, aten.to.dtype}
 
 
 def _number(node):
@@ -100,8 +106,13 @@ def _number(node):
     (aten.scalar_tensor of a constant, reshaped), else None (a symbolic number)."""
     while isinstance(node, fx.Node) and node.op == "call_function" and node.target in _CARRY_VALUE:
         node = node.args[0]
-    if (isinstance(node, fx.Node) and node.target is aten.scalar_tensor.default
-            and isinstance(node.args[0], (bool, int, float))):
+    if not isinstance(node, fx.Node):
+        return None
+    if node.target in _CONVERSIONS:  # an integer number, wrapped to its dtype (trace.py)
+        number = _number(node.args[0])
+        dtype = node.kwargs.get("dtype", node.args[1] if len(node.args) > 1 else None)
+        return None if number is None or not isinstance(dtype, torch.dtype) else number.to(dtype)
+    if node.target is aten.scalar_tensor.default and isinstance(node.args[0], (bool, int, float)):
         return torch.scalar_tensor(node.args[0], dtype=node.kwargs.get("dtype"))
     return None
 
@@ -218,9 +229,16 @@ def lower_associative_scans(program, algorithm: str = "auto",
     for old, new in zip(original.graph.nodes, gm.graph.nodes):
         new.meta = dict(old.meta)  # the symbolic sizes of the exported program
     renamed: dict[str, fx.Node] = {}
+    lengths = set()
     for node in list(gm.graph.nodes):
         if _is_torch_hop(node) or _is_scanc_op(node):
-            _rewrite(gm, node, algorithm, bounds, renamed)
+            lengths.add(_rewrite(gm, node, algorithm, bounds, renamed))
+    unknown = sorted(set(bounds) - lengths) if isinstance(bounds, dict) else []
+    if unknown:
+        named = ", ".join(sorted(n for n in lengths if n is not None)) or "none"
+        raise ValueError(f"lower_associative_scans: bounds names {', '.join(map(repr, unknown))}, "
+                         f"which is no dynamic scan length of the program (its dynamic scan "
+                         f"lengths: {named})")
     gm.graph.lint()
     gm.recompile()
     _propagate_meta(gm)

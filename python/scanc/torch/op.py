@@ -186,10 +186,10 @@ def _refuse_transforms(tensors: list[Tensor]) -> None:
     dual = forward_ad._current_level >= 0 and any(
         forward_ad.unpack_dual(t).tangent is not None for t in tensors)
     if transforms or dual:
-        what = "torch.func transforms (grad, vjp, jacrev, jvp, jacfwd, vmap)" if transforms \
-            else "forward-mode AD (torch.autograd.forward_ad)"
+        what = "torch.func transforms (grad, vjp, jacrev, jvp, jacfwd, vmap) are" if transforms \
+            else "forward-mode AD (torch.autograd.forward_ad) is"
         raise NotImplementedError(
-            f"associative_scan: {what} are not supported; use torch.autograd (loss.backward(), "
+            f"associative_scan: {what} not supported; use torch.autograd (loss.backward(), "
             f"torch.autograd.grad) for gradients, and a batch dim of xs in place of vmap")
 
 

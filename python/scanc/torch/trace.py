@@ -48,7 +48,8 @@ DTYPE_NAMES = {  # torch dtype -> scanc dtype name
 _BINARY = (
     "add", "sub", "mul", "truediv", "floordiv", "remainder", "fmod", "div", "pow", "lt", "le",
     "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "minimum", "maximum", "fmin", "fmax", "logaddexp")
+    "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "minimum",
+    "maximum", "fmin", "fmax", "logaddexp")
 _ALIASES = {  # torch name -> the operation it spells
     "subtract": "sub", "multiply": "mul", "true_divide": "truediv", "divide": "div",
     "floor_divide": "floordiv", "less": "lt", "less_equal": "le", "greater": "gt",
@@ -58,7 +59,7 @@ _DUNDERS = {  # __X__ / __rX__ of torch.Tensor -> the operation
     "add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv", "div": "truediv",
     "floordiv": "floordiv", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
     "or": "bitwise_or", "xor": "bitwise_xor", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
-    "eq": "eq", "ne": "ne",
+    "eq": "eq", "ne": "ne", "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
 }
 _FLOAT_FUNCTIONS = {  # torch name -> scanc function; integer operands become floats, as in torch
     "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
@@ -112,7 +113,8 @@ def _build_table() -> dict:
                         ("truediv", ("bin", "truediv")), ("floordiv", ("bin", "floordiv")),
                         ("mod", ("bin", "remainder")), ("pow", ("bin", "pow")),
                         ("and_", ("bin", "bitwise_and")), ("or_", ("bin", "bitwise_or")),
-                        ("xor", ("bin", "bitwise_xor")), ("lt", ("bin", "lt")),
+                        ("xor", ("bin", "bitwise_xor")), ("lshift", ("bin", "bitwise_left_shift")),
+                        ("rshift", ("bin", "bitwise_right_shift")), ("lt", ("bin", "lt")),
                         ("le", ("bin", "le")), ("gt", ("bin", "gt")), ("ge", ("bin", "ge")),
                         ("eq", ("bin", "eq")), ("ne", ("bin", "ne")), ("neg", ("unary", "neg")),
                         ("invert", ("unary", "invert")), ("abs", ("fn", "abs")),
@@ -217,6 +219,10 @@ class Tracer:
     def __ror__(self, o): return _binary("bitwise_or", o, self)
     def __xor__(self, o): return _binary("bitwise_xor", self, o)
     def __rxor__(self, o): return _binary("bitwise_xor", o, self)
+    def __lshift__(self, o): return _binary("bitwise_left_shift", self, o)
+    def __rlshift__(self, o): return _binary("bitwise_left_shift", o, self)
+    def __rshift__(self, o): return _binary("bitwise_right_shift", self, o)
+    def __rrshift__(self, o): return _binary("bitwise_right_shift", o, self)
     def __lt__(self, o): return _binary("lt", self, o)
     def __le__(self, o): return _binary("le", self, o)
     def __gt__(self, o): return _binary("gt", self, o)
@@ -251,7 +257,7 @@ class Tracer:
     def _to_python_number(self, *_):
         raise ValueError("associative_scan: a combine cannot turn its operands into Python "
                          "numbers (float(), int(), round(), math.*); use torch's functions "
-                         "(torch.exp, torch.sqrt, torch.round, ...)")
+                         "(torch.exp, torch.sqrt, torch.floor, ...)")
 
     __float__ = __int__ = __index__ = __complex__ = _to_python_number
     __round__ = __trunc__ = __floor__ = __ceil__ = _to_python_number
@@ -394,7 +400,10 @@ def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
             if number is v and t.dtype == want:
                 tensor = t
         if tensor is None:
-            tensor = torch.scalar_tensor(v, dtype=want)
+            if want in (*_FLOATS, torch.bool, torch.int64):
+                tensor = torch.scalar_tensor(v, dtype=want)
+            else:  # wrapped to `want` as torch wraps a number beside an integer tensor
+                tensor = torch.scalar_tensor(v, dtype=torch.int64).to(want)
             rec.numbers.append((v, tensor))
         return _operand(rec, tensor, want)
     if not isinstance(v, (bool, int, float)):
@@ -522,9 +531,62 @@ def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
         if dtype not in _FLOATS:
             dtype = torch.get_default_dtype()
         return _call(rec, "logaddexp", [a, b], dtype, dtype)
+    if op in ("bitwise_left_shift", "bitwise_right_shift"):
+        return _shift(rec, op == "bitwise_left_shift", a, b, dtype)
     if op == "pow":
-        return _call(rec, "pow", [a, b], dtype, dtype)
+        if dtype in _FLOATS:
+            return _call(rec, "pow", [a, b], dtype, dtype)
+        return _integer_power(rec, a, b, dtype)
     raise ValueError(f"associative_scan: internal error: unknown operation {op}")
+
+
+def _shift(rec: _Recorder, left: bool, a, b, dtype: torch.dtype) -> Tracer:
+    """a << b or a >> b as torch computes them: a count outside [0, bits) shifts everything
+    out (scanc takes counts modulo the bit width), leaving 0, or the sign for `>>`."""
+    if dtype in _FLOATS or dtype == torch.bool:
+        raise ValueError(f"associative_scan: `{'<<' if left else '>>'}` needs integer operands "
+                         f"inside a combine (as in torch), got {dtype}")
+    bits, op = torch.iinfo(dtype).bits, "<<" if left else ">>"
+    x = _as_tracer(rec, a, dtype)
+    if isinstance(b, int):  # a constant count (a bool is an int too)
+        count = int(b)
+        if 0 <= count < bits:
+            return _emit(rec, f"{x._name} {op} {count}", dtype)
+        return _emit(rec, f"{x._name} * 0" if left else f"{x._name} >> {bits - 1}", dtype)
+    y = Tracer(rec, _operand(rec, b, dtype), dtype)
+    shifted = _emit(rec, f"{x._name} {op} {y._name}", dtype)
+    low = _emit(rec, f"{y._name} >= 0", torch.bool)
+    high = _emit(rec, f"{y._name} < {bits}", torch.bool)
+    in_range = _emit(rec, f"{low._name} and {high._name}", torch.bool)
+    out = _emit(rec, f"{x._name} * 0" if left else f"{x._name} >> {bits - 1}", dtype)
+    return _emit(rec, f"where({in_range._name}, {shifted._name}, {out._name})", dtype)
+
+
+def _as_tracer(rec: _Recorder, v, dtype: torch.dtype) -> Tracer:
+    """v as a value of `dtype` in the text: a literal operand becomes a cast, so that every
+    expression built on it is typed."""
+    name = _operand(rec, v, dtype)
+    if isinstance(v, (Tracer, torch.Tensor)) or not name.lstrip("(-").isdigit():
+        return Tracer(rec, name, dtype)
+    return _emit(rec, f"{DTYPE_NAMES[dtype]}({name})", dtype)
+
+
+def _integer_power(rec: _Recorder, a, b, dtype: torch.dtype) -> Tracer:
+    """a ** b of integers for a constant exponent b >= 0, by squaring (wrapping as torch's
+    does); scanc's pow takes floating-point operands only."""
+    b = _python_number(b)
+    if isinstance(b, bool) or not isinstance(b, int) or b < 0 or dtype == torch.bool:
+        raise ValueError(f"associative_scan: `**` (torch.pow) of {dtype} operands inside a "
+                         f"combine needs a constant exponent that is a Python int >= 0, got "
+                         f"{b!r}; cast to a floating-point dtype for any other")
+    result, square = None, Tracer(rec, _operand(rec, a, dtype), dtype)
+    while True:
+        if b & 1:
+            result = square if result is None else _emit(rec, f"{result._name} * {square._name}", dtype)
+        b >>= 1
+        if not b:
+            return result if result is not None else _emit(rec, f"{DTYPE_NAMES[dtype]}(1)", dtype)
+        square = _emit(rec, f"{square._name} * {square._name}", dtype)
 
 
 def _truth(rec: _Recorder, v) -> Tracer:
@@ -607,6 +669,8 @@ def _apply(func, args, kwargs) -> Tracer:
         a, b = args[0], args[1]
         alpha = args[2] if len(args) > 2 else kwargs.get("alpha", 1)
         if alpha != 1:
+            if not isinstance(b, (Tracer, torch.Tensor)):  # torch multiplies in the result dtype
+                b = _cast(rec, _python_number(b), _result_type(a, b))
             b = _binary("mul", b, alpha)
         return _binary(op, a, b, kwargs.get("rounding_mode"))
     if op == "softplus":
