@@ -6,13 +6,24 @@
 
 namespace scanc::dsl {
 
+namespace {
+// An Expr's node; CompileError for an empty (default or null) Expr, which would crash later.
+const NodeRef& node_of(const Expr& e, std::string_view where) {
+    if (e.node() == nullptr) user_error({}, cat(where, ": an operand is an empty Expr"));
+    return e.node();
+}
+}  // namespace
+
 Expr::Expr(int value) : Expr(static_cast<std::int64_t>(value)) {}
 Expr::Expr(std::int64_t value) : node_(make_literal(LiteralAttr{false, 0.0, value}, false)) {}
 Expr::Expr(double value) : node_(make_literal(LiteralAttr{true, value, 0}, false)) {}
 
 Expr apply(Op op, const Exprs& args) {
+    if (op_info(op).form == OpForm::Structural || op == Op::Cast)
+        user_error({}, cat("apply: `", op_info(op).spelling, "` is not an elementwise operation it can build",
+                           op == Op::Cast ? " (a cast needs its dtype: use cast(dtype, x))" : ""));
     std::vector<NodeRef> nodes;
-    for (auto& a : args) nodes.push_back(a.node());
+    for (auto& a : args) nodes.push_back(node_of(a, cat("`", op_info(op).spelling, "`")));
     return make_elementwise(op, std::move(nodes));
 }
 
@@ -63,7 +74,7 @@ SCANC_UNARY(ceil, Ceil)
 #undef SCANC_UNARY
 
 Expr where(const Expr& cond, const Expr& a, const Expr& b) { return apply(Op::Where, {cond, a, b}); }
-Expr cast(DType to, const Expr& x) { return make_elementwise(Op::Cast, {x.node()}, {}, to); }
+Expr cast(DType to, const Expr& x) { return make_elementwise(Op::Cast, {node_of(x, "cast")}, {}, to); }
 
 CombineRef trace_combine(std::string name, int num_leaves, int num_captured, const CombineFn& fn,
                          std::vector<std::string> param_names) {
@@ -94,26 +105,37 @@ CombineRef trace_combine(std::string name, int num_leaves, int num_captured, con
                            results.size() == 1 ? "" : "s", " for ", num_leaves, " lea",
                            num_leaves == 1 ? "f" : "ves", "; it must return one per leaf"));
     for (auto& r : results) {
-        if (!r.node()->types.empty())
+        if (!node_of(r, cat("combine `", combine->name, "`'s result"))->types.empty())
             user_error({}, cat("combine `", combine->name, "` returns a program value (a tensor); ",
                                "pass it as a captured value instead"));
         combine->results.push_back(r.node());
     }
+    // A value traced by another combine (a lambda that kept one) would reach its parameters.
+    auto own = [&](const Node* p) {
+        for (const auto* list : {&combine->left, &combine->right, &combine->captured})
+            for (const NodeRef& q : *list)
+                if (q.get() == p) return true;
+        return false;
+    };
+    for (const Node* n : topo_order(combine->results))
+        if (n->op == Op::Param && !own(n))
+            user_error({}, cat("combine `", combine->name, "` uses `", n->name, "`, a parameter of another ",
+                               "combine (a value kept from another trace)"));
     return combine;
 }
 
 Expr slice(const Expr& x, std::int64_t dim, Size start, Size stop, std::int64_t step) {
-    return make_slice(x.node(), dim, std::move(start), std::move(stop), step);
+    return make_slice(node_of(x, "slice"), dim, std::move(start), std::move(stop), step);
 }
 
 Expr concat(std::int64_t dim, const Exprs& xs) {
     std::vector<NodeRef> nodes;
-    for (auto& x : xs) nodes.push_back(x.node());
+    for (auto& x : xs) nodes.push_back(node_of(x, "concat"));
     return make_concat(dim, std::move(nodes));
 }
 
 Expr interleave(std::int64_t dim, const Expr& even, const Expr& odd) {
-    return make_interleave(dim, even.node(), odd.node());
+    return make_interleave(dim, node_of(even, "interleave"), node_of(odd, "interleave"));
 }
 
 Size ProgramBuilder::symbol(std::string name, std::optional<std::int64_t> bound) {
@@ -133,9 +155,14 @@ Size ProgramBuilder::symbol(std::string name, std::optional<std::int64_t> bound)
 }
 
 Expr ProgramBuilder::param(std::string name, DType dtype, Shape shape) {
-    for (const Size& s : shape)
+    for (const Size& s : shape) {
         if (auto c = s.constant(); c && *c < 0)
             user_error({}, cat("parameter `", name, "`: size ", *c, " is negative"));
+        // An input's size is read off the input: only a constant or one symbol can be.
+        if (!s.is_constant() && !s.as_symbol())
+            user_error({}, cat("parameter `", name, "`: size `", s.str(), "` is an expression; a parameter's ",
+                               "sizes are constants or symbols (derive other sizes with slices)"));
+    }
     int index = static_cast<int>(params_.size());
     params_.push_back(make_param(ParamRole::Program, index, std::move(name),
                                  Type{dtype, std::move(shape), false}));
@@ -145,8 +172,8 @@ Expr ProgramBuilder::param(std::string name, DType dtype, Shape shape) {
 Exprs ProgramBuilder::scan(const CombineRef& combine, const Exprs& leaves, std::int64_t dim,
                            bool reverse, const Exprs& captured) {
     std::vector<NodeRef> l, c;
-    for (auto& x : leaves) l.push_back(x.node());
-    for (auto& x : captured) c.push_back(x.node());
+    for (auto& x : leaves) l.push_back(node_of(x, "scan"));
+    for (auto& x : captured) c.push_back(node_of(x, "scan"));
     NodeRef scan = make_scan(combine, std::move(l), std::move(c), dim, reverse);
     Exprs out;
     for (auto& n : scan_outputs(scan)) out.push_back(n);
@@ -158,7 +185,7 @@ ProgramRef ProgramBuilder::build(const Exprs& results) {
     program->name = name_;
     program->params = params_;
     for (std::size_t i = 0; i < results.size(); ++i) {
-        const NodeRef& r = results[i].node();
+        const NodeRef& r = node_of(results[i], cat("program `", name_, "`'s result ", i));
         if (r->types.size() != 1)
             user_error({}, cat("result ", i, " of program `", name_, "` is not a tensor: ",
                                r->types.empty() ? "a value inside a combine, or a bare literal"
@@ -180,6 +207,18 @@ ProgramRef ProgramBuilder::build(const Exprs& results) {
                                                sym->name, "`"));
                     program->symbols.push_back(sym);
                 }
+    // A slice bound's symbols must be the params' own: another builder's symbol of the same name
+    // would print as this one's and mean something else.
+    for (const Node* n : topo_order(program->results))
+        if (n->op == Op::Slice) {
+            const auto& slice = n->as<SliceAttr>();
+            for (const Size* bound : {&slice.start, &slice.stop})
+                for (auto& sym : bound->symbols())
+                    if (std::find(program->symbols.begin(), program->symbols.end(), sym) == program->symbols.end())
+                        user_error({}, cat("program `", name_, "` slices with the size `", sym->name, "`, which no ",
+                                           "parameter of this ProgramBuilder has (a symbol of another builder, or one ",
+                                           "no input gives)"));
+        }
     return program;
 }
 

@@ -8,7 +8,16 @@
 
 namespace scanc {
 
+namespace {
+bool has_zero(std::span<const std::int64_t> sizes) {
+    for (auto s : sizes)
+        if (s == 0) return true;
+    return false;
+}
+}  // namespace
+
 std::int64_t TensorView::numel() const {
+    if (has_zero(sizes)) return 0;  // before any product: the other sizes may be huge
     std::int64_t n = 1;
     for (auto s : sizes) n *= s;
     return n;
@@ -19,12 +28,15 @@ std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> sizes
     std::int64_t stride = 1;
     for (std::size_t i = sizes.size(); i-- > 0;) {
         strides[i] = stride;
-        stride *= sizes[i];
+        // Only an empty tensor's sizes can overflow (others hold at most 2^50 elements); its
+        // strides address nothing, so 0 past the overflow.
+        if (__builtin_mul_overflow(stride, sizes[i], &stride)) stride = 0;
     }
     return strides;
 }
 
 bool TensorView::is_contiguous() const {
+    if (has_zero(sizes)) return true;
     std::int64_t expected = 1;
     for (std::size_t i = sizes.size(); i-- > 0;) {
         if (sizes[i] != 1 && strides[i] != expected) return false;
@@ -36,8 +48,11 @@ bool TensorView::is_contiguous() const {
 Tensor Tensor::empty(DType dtype, std::vector<std::int64_t> sizes) {
     Tensor t;
     std::int64_t n = 1;
-    for (auto s : sizes) {
+    for (auto s : sizes)
         if (s < 0) user_error({}, cat("Tensor::empty: size ", s, " is negative"));
+    if (has_zero(sizes)) n = 0;
+    for (auto s : sizes) {
+        if (n == 0) break;
         // evaluate_shape refuses larger sizes; an overflow here would allocate too little.
         SCANC_INTERNAL_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements,
                              "a tensor of more than 2^50 elements");

@@ -273,6 +273,45 @@ TEST(CpuBackend, TranscendentalsInLaneLoopsGiveTheReferencesBits) {
         }
 }
 
+// pow(NaN, 0) and pow(1, NaN) are 1 for a quiet NaN and NaN for a signaling one: every pair of
+// NaNs of both kinds and the values pow treats specially gives the reference's result.
+TEST(CpuBackend, PowOfSignalingAndQuietNaNsGivesTheReferencesResults) {
+    const double values[] = {0.0, -0.0, 1.0, -1.0, 2.0, 0.5, INFINITY, -INFINITY};
+    for (DType t : {DType::F32, DType::F64}) {
+        std::vector<double> xs, ys;
+        auto add_pairs = [&](double x) {
+            for (double y : values) xs.push_back(x), ys.push_back(y), xs.push_back(y), ys.push_back(x);
+        };
+        for (double v : values) add_pairs(v);
+        const std::int64_t plain = static_cast<std::int64_t>(xs.size());
+        ProgramBuilder pb("p");
+        Shape shape{pb.symbol("N")};
+        Expr x = pb.param("x", t, shape), y = pb.param("y", t, shape);
+        ProgramRef p = pb.build({pow(x, y)});
+        const std::int64_t n = plain + 4 * static_cast<std::int64_t>(std::size(values)) + 4;
+        Inputs in;
+        std::mt19937_64 rng(7);
+        for (int k = 0; k < 2; ++k) in.add(t, {n}, Values::Unit, Layout::Contiguous, rng);
+        auto set = [&](int k, std::int64_t i, double v, bool signaling) {
+            void* data = in.storage[k].data();
+            if (t == DType::F32)
+                static_cast<float*>(data)[i] = signaling ? std::numeric_limits<float>::signaling_NaN() : static_cast<float>(v);
+            else
+                static_cast<double*>(data)[i] = signaling ? std::numeric_limits<double>::signaling_NaN() : v;
+        };
+        for (std::int64_t i = 0; i < plain; ++i) set(0, i, xs[i], false), set(1, i, ys[i], false);
+        std::int64_t i = plain;
+        for (double v : values)  // a signaling NaN on either side of every value, and a quiet one
+            for (int side = 0; side < 2; ++side, ++i) set(side, i, 0, true), set(1 - side, i, v, false);
+        for (double v : values)
+            for (int side = 0; side < 2; ++side, ++i) set(side, i, NAN, false), set(1 - side, i, v, false);
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b, ++i) set(0, i, NAN, a), set(1, i, NAN, b);
+        expect_matches(p, in, 1, /*bitwise=*/true, std::string(dtype_name(t)));
+        expect_matches(p, in, 2, /*bitwise=*/true, std::string(dtype_name(t)));
+    }
+}
+
 // sin and cos in the lane loops give the reference's bits, f32 and f64: vectors whose lanes are
 // all within the polynomials' range (magnitudes from 2^-30 to 2^20, and values next to
 // multiples of pi/2), and the same with about one lane in four beyond it (1e30, inf or NaN),

@@ -94,6 +94,7 @@ float any_value(std::mt19937_64& rng) {
 
 void fill_special(Tensor& t, std::mt19937_64& rng) {
     const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::signaling_NaN(),
                               std::numeric_limits<float>::infinity(),
                               -std::numeric_limits<float>::infinity(), 0.0f, -0.0f,
                               std::numeric_limits<float>::denorm_min(), -1e-40f, 1.0f, -1.0f};

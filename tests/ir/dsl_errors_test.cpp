@@ -112,6 +112,52 @@ TEST(DslErrors, TwoSymbolsOfOneNameMadeOutsideTheBuilderAreRefusedAtBuild) {
     expect_user_error([&] { b.build({x * 2.0, y * 2.0}); }, "two different size symbols named `N`");
 }
 
+TEST(DslErrors, AParametersSizesAreConstantsOrSymbolsNotExpressions) {
+    ProgramBuilder b("p");
+    Size n = b.symbol("N"), m = b.symbol("M");
+    for (const Size& size : {n * 2, n - 5, n + m, Size::min(n, m), Size::floordiv(n, 2)})
+        expect_user_error([&] { b.param("x", DType::F32, {size}); }, "is an expression; a parameter's sizes");
+}
+
+TEST(DslErrors, ApplyBuildsElementwiseOpsOnlyAndEmptyExprsAreRefusedEverywhere) {
+    ProgramBuilder b("p");
+    Expr x = b.param("x", DType::F32, {b.symbol("N")}), empty{NodeRef{}};
+    expect_user_error([&] { apply(Op::Cast, {x}); }, "a cast needs its dtype: use cast(dtype, x)");
+    for (Op op : {Op::Scan, Op::Param, Op::Literal, Op::Slice, Op::Concat})
+        expect_user_error([&] { apply(op, {x}); }, "is not an elementwise operation");
+    expect_user_error([&] { x + empty; }, "an operand is an empty Expr");
+    expect_user_error([&] { exp(empty); }, "an operand is an empty Expr");
+    expect_user_error([&] { cast(DType::F64, empty); }, "cast: an operand is an empty Expr");
+    expect_user_error([&] { slice(empty, 0, 0, 1); }, "slice: an operand is an empty Expr");
+    expect_user_error([&] { concat(0, {x, empty}); }, "concat: an operand is an empty Expr");
+    expect_user_error([&] { b.scan(add(), {empty}, 0); }, "scan: an operand is an empty Expr");
+    expect_user_error([&] { b.build({x, empty}); }, "program `p`'s result 1: an operand is an empty Expr");
+}
+
+TEST(DslErrors, ACombineThatKeepsAValueOfAnotherTraceIsRefusedWhenTraced) {
+    Expr kept{NodeRef{}};
+    trace_combine("first", 1, 0, [&](const Exprs& l, const Exprs& r, const Exprs&) {
+        kept = l[0];
+        return Exprs{l[0] + r[0]};
+    });
+    expect_user_error([&] {
+        trace_combine("second", 1, 0, [&](const Exprs& l, const Exprs& r, const Exprs&) {
+            return Exprs{l[0] + r[0] + kept};
+        });
+    }, "combine `second` uses `x1`, a parameter of another combine");
+}
+
+TEST(DslErrors, ASliceBoundInASymbolOfAnotherBuilderIsRefusedAtBuild) {
+    ProgramBuilder b("p"), other("q");
+    Expr x = b.param("x", DType::F32, {b.symbol("N")});
+    Size foreign = other.symbol("N");
+    expect_user_error([&] { b.build({slice(x, 0, 0, foreign)}); },
+                      "slices with the size `N`, which no parameter of this ProgramBuilder has");
+    Size unused = b.symbol("K");  // this builder's, but no input gives it
+    expect_user_error([&] { b.build({slice(x, 0, 0, unused)}); }, "slices with the size `K`");
+    EXPECT_NO_THROW(b.build({slice(x, 0, 0, b.symbol("N") - 1)}));
+}
+
 TEST(DslErrors, CompilingANullProgramAndANegativeTensorAreUserErrors) {
     expect_user_error([] { compile(nullptr, "reference"); }, "null ProgramRef");
     expect_user_error([] { Tensor::empty(DType::F32, {2, -4}); }, "size -4 is negative");

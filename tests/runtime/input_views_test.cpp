@@ -53,6 +53,33 @@ TEST(InputViews, ANullPointerWithElementsANegativeSizeOrAStrideCountOffTheRankAr
     }
 }
 
+TEST(InputViews, MoreThanTwoToTheFiftyElementsAreRefusedOnEveryBackendEvenThroughZeroStrides) {
+    float data[1] = {1};
+    for (const char* backend : {"reference", "cpu"}) {
+        SCOPED_TRACE(backend);
+        // One float seen 2^51 times by a zero stride: too many elements, whatever the memory.
+        EXPECT_NE(refusal(backend, view(data, {std::int64_t{1} << 26, std::int64_t{1} << 25}, {0, 0}))
+                      .find("input `x` has more than 2^50 elements"),
+                  std::string::npos);
+        // No elements, but a size past 2^50 all the same: the program's sizes are refused.
+        EXPECT_NE(refusal(backend, view(nullptr, {std::int64_t{1} << 60, 0}, {0, 0})).find("sizes too large"),
+                  std::string::npos);
+        EXPECT_NE(refusal(backend, view(nullptr, {0, std::int64_t{1} << 60}, {0, 0})).find("sizes too large"),
+                  std::string::npos);
+    }
+}
+
+TEST(InputViews, AnEmptyTensorMayHaveHugeSizesBesideItsZero) {
+    const std::int64_t huge = std::int64_t{1} << 60;
+    for (const std::vector<std::int64_t>& sizes :
+         {std::vector<std::int64_t>{huge, 0}, {0, huge, huge}, {huge, huge, 0}}) {
+        Tensor t = Tensor::empty(DType::F32, sizes);
+        EXPECT_EQ(t.view().numel(), 0);
+        EXPECT_TRUE(t.view().is_contiguous());
+        EXPECT_EQ(t.view().sizes, sizes);
+    }
+}
+
 TEST(InputViews, AGivenOutputWithoutDataIsRefusedLikeAnInput) {
     float data[6] = {};
     const std::vector<TensorView> inputs = {view(data, {2, 3}, {3, 1})};

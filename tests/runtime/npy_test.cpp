@@ -127,6 +127,19 @@ TEST(Npy, FortranOrderIsReadAsStrides) {
     EXPECT_EQ(logical_bytes(y), bytes_of(std::vector<std::int32_t>{0, 1, 2, 3, 4, 5}));
 }
 
+TEST(Npy, AnEmptyArrayWithHugeSizesBesideItsZeroIsReadInEitherOrder) {
+    for (const char* order : {"False", "True"}) {
+        SCOPED_TRACE(order);
+        std::string path = temp_path("empty_huge.npy");
+        write_raw(path, 1, std::string("{'descr': '<f4', 'fortran_order': ") + order +
+                               ", 'shape': (0, 100000000000000000, 100000000000000000), }", "");
+        Tensor y = read_npy(path);
+        EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{0, 100000000000000000, 100000000000000000}));
+        EXPECT_EQ(y.view().numel(), 0);
+        for (std::int64_t stride : y.view().strides) EXPECT_GE(stride, 0);  // no wrapped products
+    }
+}
+
 TEST(Npy, VersionsTwoAndThreeAndNativeOrderDescrsAreRead) {
     for (int major : {2, 3}) {
         std::string path = temp_path("v23.npy");

@@ -5,6 +5,7 @@
 // and streaming) and of f32 and f64 exp, log, log1p, expm1, tanh, sigmoid, softplus and logaddexp
 // (scanc's straight-line functions, float_math.h), where an elementwise prologue and a scan's
 // carry rows spend most of their time. The rest of the op table stays AVX2.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
