@@ -50,7 +50,9 @@ ScalarType elementwise_type(Op op, std::span<const ScalarType> args, std::option
     if (op == Op::Cast) return {*cast_to, false};
     if (op == Op::Where) {
         if (args[0].dtype != DType::Bool || args[0].weak)
-            user_error(loc, cat("`where` needs a bool condition, got ", dtype_name(args[0].dtype)));
+            user_error(loc, cat("`where` needs a bool condition, got ",
+                                args[0].weak ? "one made only of literals (decide it before writing the program)"
+                                             : dtype_name(args[0].dtype)));
         return unify(op, args[1], args[2], loc);
     }
     ScalarType t = args[0];

@@ -387,6 +387,9 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
 
 ProgramRef lower_scans(const Program& program, const LowerOptions& options,
                        LoweringReport* report) {
+    // The levels reassociate every combine: a combine that is not associative would lower to
+    // something else than its scan, as it would run as something else (compile refuses it too).
+    check_program_associative(program);
     auto renamed = rewritten_symbols(program, options);
     auto out = std::make_shared<Program>();
     out->name = program.name;

@@ -150,6 +150,45 @@ TEST(CudaCodegen, RejectsAnUnknownArchWithAMessage) {
     }
 }
 
+TEST(CudaCodegen, AnArchIsSmOrComputeAndTwoOrThreeDigitsOfEightyOrMore) {
+    for (const char* arch : {"sm_7x0", "sm_4294967386", "sm_90 --foo", "sm_90;rm", "sm_75", "sm_", "sm_9"}) {
+        try {
+            emit_cuda(mamba_like(), arch);
+            ADD_FAILURE() << arch << ": expected a CompileError";
+        } catch (const CompileError& e) {
+            EXPECT_NE(std::string(e.what()).find("expected sm_NN with NN >= 80"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_NO_THROW(emit_cuda(mamba_like(), "sm_90a"));
+    EXPECT_NO_THROW(emit_cuda(mamba_like(), "compute_90"));
+}
+
+TEST(CudaCodegen, AnArchThisNvrtcCannotCompileForIsRefusedWithTheOnesItCan) {
+    SKIP_WITHOUT_NVRTC();
+    try {
+        emit_cuda(mamba_like(), "sm_999", /*ptx=*/true);
+        FAIL() << "expected a CompileError";
+    } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("is not one this NVRTC"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("sm_90"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CudaCodegen, AChainAsLongAsTheParserAllowsIsEmittedWithoutRecursingPerOp) {
+    // kMaxNodeDepth ops in one chain: the emitter walks them iteratively (it overflowed the
+    // stack at about 8000).
+    dsl::ProgramBuilder b("chain");
+    Expr x = b.param("x", DType::F32, {b.symbol("N")});
+    Expr y = x;
+    const int ops = kMaxNodeDepth - 8;
+    for (int i = 0; i < ops; ++i) y = y * 1.0001;
+    const std::string source = emit_cuda(b.build({dsl::exp(y)}), "sm_90");
+    int multiplies = 0;
+    for (std::size_t at = source.find("sc_mul("); at != std::string::npos; at = source.find("sc_mul(", at + 1))
+        ++multiplies;
+    EXPECT_GE(multiplies, ops);  // every op of the chain, in each kernel that computes it
+}
+
 TEST(CudaCodegen, MambaKernelsCompileWithNvrtcForSm90) {
     SKIP_WITHOUT_NVRTC();
     EXPECT_GT(cuda_compile_check(mamba_like(), "sm_90"), 0u);

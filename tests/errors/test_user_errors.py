@@ -1,12 +1,13 @@
 """User mistakes: each must exit with code 2 and a one-paragraph message on stderr that names the
 problem and where it is (file:line:col for program text; the parameter or file for inputs)."""
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from scanc_cli import EXAMPLES, save_inputs, scanc
+from scanc_cli import EXAMPLES, save_inputs, scanc, scanc_bin
 
 ADD = "combine add(a | b) {\n  return a + b\n}\n"
 
@@ -329,3 +330,76 @@ def test_every_subcommand_has_help(command):
     proc = scanc(command, "--help")
     assert proc.returncode == 0
     assert command in proc.stdout and "--help" in proc.stdout
+
+
+TWO_RESULTS = "program p(x: f32[N]) {\n  return x, x * 2.0\n}\n"
+
+
+def test_results_are_written_all_or_none_when_a_later_file_cannot_be(tmp_path):
+    path = write(tmp_path, TWO_RESULTS)
+    proc = scanc("run", path, "--random", "N=3", "--output", tmp_path / "a.npy",
+                 "--output", tmp_path / "missing" / "b.npy")
+    assert_user_error(proc, "cannot open the file for writing", re.escape(str(tmp_path / "missing" / "b.npy")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.scan"]  # no a.npy, nothing partial
+
+
+def test_a_bf16_result_or_one_file_for_two_results_is_refused_before_running(tmp_path):
+    path = write(tmp_path, "program p(x: f32[N]) {\n  return x, bf16(x)\n}\n")
+    assert_user_error(scanc("run", path, "--random", "N=3", "--output", tmp_path / "a.npy",
+                            "--output", tmp_path / "b.npy"), "result 1 is bf16", "cast it to f32")
+    path = write(tmp_path, TWO_RESULTS)
+    assert_user_error(scanc("run", path, "--random", "N=3", "--output", tmp_path / "a.npy",
+                            "--output", tmp_path / "a.npy"), "given for result 0", "give each its own file")
+    assert not (tmp_path / "a.npy").exists()
+
+
+def test_output_that_cannot_be_written_in_full_is_an_error_not_a_success(tmp_path):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    cumsum = EXAMPLES / "cumsum.scan"
+    for emit in ("scan", "dot", "onnx"):
+        proc = scanc("lower", cumsum, "--size", "T=4", "--emit", emit, "-o", "/dev/full")
+        if emit == "onnx" and "without ONNX export" in proc.stderr:
+            continue
+        assert_user_error(proc, "writing `/dev/full` failed")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([str(scanc_bin()), "print", str(cumsum)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert_user_error(proc, "writing to standard output failed")
+
+
+def test_a_float64_range_as_wide_as_the_doubles_draws_finite_values_inside_it(tmp_path):
+    path = write(tmp_path, "program p(x: f64[N]) {\n  return x\n}\n")
+    for low, high in (("-1e308", "1e308"), ("-1.7976931348623157e308", "1.7976931348623157e308")):
+        out = tmp_path / "x.npy"
+        proc = scanc("run", path, "--random", "N=1000", "--range", f"x={low}:{high}", "--output", out)
+        assert proc.returncode == 0, proc.stderr
+        x = np.load(out)
+        assert np.isfinite(x).all() and (x >= float(low)).all() and (x < float(high)).all()
+        assert x.min() < -1e307 and x.max() > 1e307  # spread over the range, not squeezed
+
+
+def test_a_where_whose_condition_is_only_literals_says_so(tmp_path):
+    path = write(tmp_path, "program p(i: i32[N]) {\n  y = where(32 == 32, i, i)\n  return y\n}\n")
+    assert_user_error(scanc("check", path), "made only of literals", place=f"{path}:2")
+
+
+def emit_or_skip(*args):
+    proc = scanc("emit", *args)
+    if "built without the CUDA backend" in proc.stderr:
+        pytest.skip("this scanc has no CUDA backend")
+    return proc
+
+
+@pytest.mark.parametrize("arch", ["sm_7x0", "sm_4294967386", "sm_90 --foo", "sm_75", "sm_999"])
+def test_emit_refuses_an_arch_it_cannot_compile_for(arch):
+    proc = emit_or_skip(EXAMPLES / "cumsum.scan", "--arch", arch, "--ptx")
+    assert_user_error(proc, "CUDA arch", re.escape(arch))
+
+
+def test_emit_writes_a_chain_as_long_as_the_parser_allows(tmp_path):
+    chain = "".join(f"  y{i + 1} = y{i} + 1\n" for i in range(9990))
+    path = write(tmp_path, f"program p(y0: i32[N]) {{\n{chain}  return y9990\n}}\n")
+    proc = emit_or_skip(path, "-o", tmp_path / "chain.cu")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "chain.cu").read_text().count("sc_add(") >= 9990

@@ -109,9 +109,9 @@ std::vector<Check> check_against_reference(const ProgramRef& program,
 }
 
 void print_text(const BenchReport& r, const Program& program) {
-    std::cout << r.program << " (" << r.file << ") on " << r.backend << ", "
-              << sizes_str(program, r.sizes) << (r.ranges.empty() ? "" : ", ") << ranges_str(program, r.ranges)
-              << ", seed " << r.seed << "\n"
+    std::string sizes = sizes_str(program, r.sizes);
+    std::cout << r.program << " (" << r.file << ") on " << r.backend << (sizes.empty() ? "" : ", ") << sizes
+              << (r.ranges.empty() ? "" : ", ") << ranges_str(program, r.ranges) << ", seed " << r.seed << "\n"
               << "  data: inputs " << size_str(r.input_bytes) << " + outputs "
               << size_str(r.output_bytes) << "\n";
     if (r.backend == "reference") std::cout << "  check: the reference executor is the spec\n";

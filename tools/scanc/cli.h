@@ -97,6 +97,9 @@ struct Comparison {
 };
 Comparison compare(const TensorView& got, const TensorView& want);
 
+// Writes `text` to the file `path` (CompileError when it cannot be written in full).
+void write_file(const std::string& path, const std::string& text);
+
 // A program's name and where the result goes in messages: "result 0 `h`".
 std::string result_label(const Program& program, std::size_t index);
 

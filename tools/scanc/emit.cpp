@@ -27,14 +27,11 @@ Command add_emit_command(CLI::App& parent) {
     return {app, [o]() -> int {
 #ifdef SCANC_HAVE_CUDA
                 Module m = load_module(o->file);
-                std::string text = emit_cuda(m.program(o->program), o->arch, o->ptx);
-                if (o->output.empty()) {
-                    std::cout << text;
-                } else {
-                    std::ofstream out(o->output, std::ios::binary);
-                    out << text;
-                    if (!out) user_error({}, cat("cannot write `", o->output, "`"));
-                }
+                ProgramRef program = m.program(o->program);
+                check_program_associative(*program);  // what `run` refuses has no kernels to show
+                std::string text = emit_cuda(program, o->arch, o->ptx);
+                if (o->output.empty()) std::cout << text;
+                else write_file(o->output, text);
                 return 0;
 #else
                 user_error({}, "scanc was built without the CUDA backend (SCANC_ENABLE_CUDA=OFF or no "

@@ -46,14 +46,17 @@ ValueRange default_range(DType t) {
 }
 
 void fill_random(const Tensor& t, std::mt19937_64& rng, const ValueRange& range) {
-    std::uniform_real_distribution<double> real(range.lo, range.hi);
+    // A range wider than the largest double (f64 from -1e308 to 1e308) is drawn at half scale
+    // and doubled, which is exact: uniform_real_distribution needs hi - lo to be finite.
+    const double scale = std::isfinite(range.hi - range.lo) ? 1 : 2;
+    std::uniform_real_distribution<double> real(range.lo / scale, range.hi / scale);
     std::uniform_int_distribution<std::int64_t> integer(std::int64_t(range.lo), std::int64_t(range.hi)), coin(0, 1);
     auto* bytes = static_cast<unsigned char*>(t.data());
     std::size_t size = dtype_size(t.dtype());
     for (std::int64_t i = 0; i < t.numel(); ++i) {
         Scalar v;
         if (is_float(t.dtype()))
-            v = Scalar::of_double(t.dtype(), real(rng));
+            v = Scalar::of_double(t.dtype(), scale * real(rng));
         else if (t.dtype() == DType::Bool)
             v = Scalar::of_int(t.dtype(), coin(rng));
         else

@@ -124,9 +124,7 @@ int run_lower(const LowerArgs& args) {
     if (to_stdout) {
         std::cout << text;
     } else {
-        std::ofstream f(args.output, std::ios::binary);
-        if (!f) user_error({}, cat("cannot write `", args.output, "`"));
-        f << text;
+        write_file(args.output, text);
     }
     if (args.stats) print_stats(to_stdout ? std::cerr : std::cout, *lowered, report);
     return 0;

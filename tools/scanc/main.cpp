@@ -1,6 +1,9 @@
 // `scanc`: the command line (DESIGN §3). Exit codes: 0 success; 2 the user's mistake (bad
 // program text, bad inputs, bad usage) or a problem `check` found; 1 anything else (a backend
 // failure, a bug). Every error is one paragraph on stderr; nothing crashes.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <new>
 
@@ -15,6 +18,13 @@ namespace scanc::cli {
 #define SCANC_DECLARE_COMMAND(name) Command add_##name##_command(CLI::App& parent);
 SCANC_COMMANDS(SCANC_DECLARE_COMMAND)
 #undef SCANC_DECLARE_COMMAND
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) user_error({}, cat("cannot write `", path, "`: ", std::strerror(errno)));
+    out << text;
+    if (!out.flush()) user_error({}, cat("writing `", path, "` failed (disk full?)"));
+}
 
 namespace {
 
@@ -34,7 +44,15 @@ int main_impl(int argc, char** argv) {
         return code == 0 ? 0 : 2;
     }
     for (auto& command : commands)
-        if (command.app->parsed()) return command.run();
+        if (command.app->parsed()) {
+            const int code = command.run();
+            // What a command printed is its result: a full or closed stdout is a failed run.
+            if (!std::cout.flush()) {
+                std::cerr << "error: writing to standard output failed (disk full or closed?)\n";
+                return 2;
+            }
+            return code;
+        }
     return 2;  // unreachable: require_subcommand(1)
 }
 

@@ -1,5 +1,8 @@
 // `scanc run`: runs one program of a file on .npy inputs or random ones, and writes each result
 // to a .npy file (or prints a summary of each when no --output is given).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "cli.h"
@@ -20,6 +23,15 @@ int run(const RunArgs& args) {
                            args.outputs.size(), " --output path",
                            args.outputs.size() == 1 ? " is" : "s are",
                            " given (one per returned value, in return order, or none)"));
+    for (std::size_t i = 0; i < args.outputs.size(); ++i) {
+        if (program->results[i]->type().dtype == DType::BF16)
+            user_error({}, cat(result_label(*program, i), " is bf16, which has no .npy dtype; cast it to f32 in ",
+                               "the program to write it to `", args.outputs[i], "`"));
+        for (std::size_t j = 0; j < i; ++j)
+            if (args.outputs[j] == args.outputs[i])
+                user_error({}, cat("--output `", args.outputs[i], "` is given for ", result_label(*program, j),
+                                   " and for ", result_label(*program, i), "; give each its own file"));
+    }
     if (!args.random_given && args.inputs.empty() && !program->params.empty())
         user_error({}, cat("program `", program->name, "` needs inputs: give each parameter ",
                            "with --input NAME=PATH.npy, or use --random SYM=N,... (--random alone ",
@@ -34,12 +46,26 @@ int run(const RunArgs& args) {
     std::vector<Tensor> results = executable->run(views_of(inputs), args.run_options());
     SCANC_INTERNAL_CHECK(results.size() == program->results.size(), "backend returned ",
                          results.size(), " results for ", program->results.size());
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        if (args.outputs.empty())
+    if (args.outputs.empty()) {
+        for (std::size_t i = 0; i < results.size(); ++i)
             std::cout << result_label(*program, i) << ": " << summarize(results[i]) << "\n";
-        else
-            write_npy(args.outputs[i], results[i]);
+        return 0;
     }
+    // Each result goes to a file beside its path, renamed into place once all are written, so
+    // that a failed write leaves no result behind.
+    std::vector<std::string> written;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        written.push_back(args.outputs[i] + ".scanc-partial");
+        try {
+            write_npy(written.back(), results[i]);
+        } catch (const CompileError& e) {
+            for (const std::string& path : written) std::remove(path.c_str());
+            user_error(SourceLoc{args.outputs[i]}, e.message());  // named as given
+        }
+    }
+    for (std::size_t i = 0; i < results.size(); ++i)
+        if (std::rename(written[i].c_str(), args.outputs[i].c_str()) != 0)
+            user_error({}, cat("cannot write `", args.outputs[i], "`: ", std::strerror(errno)));
     return 0;
 }
 

@@ -1,6 +1,7 @@
 // CudaBackend and the free functions of include/scanc/backends/cuda.h.
 #include "scanc/backends/cuda.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cache.h"
@@ -13,17 +14,32 @@ namespace scanc {
 
 namespace {
 
+// The compute capability of `sm_NN`, `sm_NNN`, `compute_NN` (an `a` or `f` suffix allowed),
+// or 0 for anything else.
 int cc_of(std::string_view arch) {
-    auto digits = arch.substr(arch.find('_') + 1);
+    std::string_view digits = arch.substr(arch.find('_') == std::string_view::npos ? arch.size() : arch.find('_') + 1);
+    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.remove_suffix(1);
+    if (digits.size() < 2 || digits.size() > 3) return 0;
     int cc = 0;
-    for (char c : digits)
-        if (c >= '0' && c <= '9') cc = cc * 10 + (c - '0');
+    for (char c : digits) {
+        if (c < '0' || c > '9') return 0;
+        cc = cc * 10 + (c - '0');
+    }
     return cc;
 }
 
 void check_arch(std::string_view arch) {
-    if ((arch.rfind("sm_", 0) != 0 && arch.rfind("compute_", 0) != 0) || cc_of(arch) < 70)
-        user_error({}, cat("unknown CUDA arch `", arch, "`; expected sm_NN with NN >= 70, e.g. sm_90"));
+    const int cc = cc_of(arch);
+    // The kernels use sm_80's warp reductions (__reduce_max_sync).
+    if ((arch.rfind("sm_", 0) != 0 && arch.rfind("compute_", 0) != 0) || cc < 80)
+        user_error({}, cat("unknown CUDA arch `", arch, "`; expected sm_NN with NN >= 80, e.g. sm_90"));
+    const std::vector<int> known = cuda::nvrtc_supported_archs();
+    if (!known.empty() && std::find(known.begin(), known.end(), cc) == known.end()) {
+        std::string list;
+        for (int k : known) list += cat(list.empty() ? "" : " ", "sm_", k);
+        user_error({}, cat("CUDA arch `", arch, "` is not one this NVRTC (", cuda::nvrtc_version(),
+                           ") compiles for: ", list));
+    }
 }
 
 // What runs for contiguous inputs (the layout class executables compile first).

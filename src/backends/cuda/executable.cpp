@@ -461,6 +461,9 @@ CudaExecutable::CudaExecutable(ProgramRef program, int device)
     const DeviceInfo& info = device_info(device_);
     sm_count_ = info.sm_count;
     int cc = info.cc_major * 10 + info.cc_minor;
+    if (cc < 80)  // the kernels use sm_80's warp reductions
+        throw RuntimeError(cat("scanc's CUDA kernels need a GPU of compute capability 8.0 or newer; device ",
+                               device_, " is ", info.cc_major, ".", info.cc_minor));
     // Keep freed stream-ordered memory in the pool: runs reuse it without a driver round trip.
     CUmemoryPool pool;
     CUdevice dev;

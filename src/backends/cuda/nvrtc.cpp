@@ -39,6 +39,9 @@ struct Nvrtc {
     Result (*destroy)(Program*) = nullptr;
     const char* (*error_string)(Result) = nullptr;
     Result (*version)(int*, int*) = nullptr;
+    // Optional (NVRTC 11.2+): the real archs this NVRTC compiles for.
+    Result (*num_archs)(int*) = nullptr;
+    Result (*archs)(int*) = nullptr;
 };
 
 std::vector<std::string> candidates() {
@@ -150,6 +153,8 @@ Loaded load() {
     sym(l.api.error_string, "nvrtcGetErrorString");
     sym(l.api.version, "nvrtcVersion");
     l.ok = l.why.empty();
+    l.api.num_archs = reinterpret_cast<Result (*)(int*)>(dlsym(lib, "nvrtcGetNumSupportedArchs"));
+    l.api.archs = reinterpret_cast<Result (*)(int*)>(dlsym(lib, "nvrtcGetSupportedArchs"));
     return l;
 }
 
@@ -201,6 +206,16 @@ std::string nvrtc_version() {
     int major = 0, minor = 0;
     api().version(&major, &minor);
     return cat(major, ".", minor);
+}
+
+std::vector<int> nvrtc_supported_archs() {
+    if (!nvrtc_available()) return {};
+    const Nvrtc& n = api();
+    int count = 0;
+    if (!n.num_archs || !n.archs || n.num_archs(&count) != 0 || count <= 0) return {};
+    std::vector<int> archs(static_cast<std::size_t>(count));
+    if (n.archs(archs.data()) != 0) return {};
+    return archs;
 }
 
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch, const std::string& name,

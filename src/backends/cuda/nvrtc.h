@@ -48,5 +48,8 @@ std::vector<NvrtcOutput> nvrtc_compile_entries(const std::string& source, const 
 bool nvrtc_available(std::string* why = nullptr);
 // "13.0", or "" when NVRTC is unavailable. Part of the kernel-cache key.
 std::string nvrtc_version();
+// The compute capabilities this NVRTC compiles for (75, 80, ..., 120), or none where NVRTC is
+// unavailable or too old to say.
+std::vector<int> nvrtc_supported_archs();
 
 }  // namespace scanc::cuda

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "codegen.h"
 
@@ -155,9 +157,21 @@ std::string ExprEmitter::value_as(const Node* n, DType to) {
 std::string ExprEmitter::value(const Node* n) {
     if (n->op == Op::Literal) return literal_text(n->as<LiteralAttr>(), type_of_(n).dtype);
     if (auto it = memo_.find(n); it != memo_.end()) return it->second;
-    std::string v = emit(n);
-    memo_[n] = v;
-    return v;
+    // Operands before the ops that read them, walked without recursion (a chain may be
+    // kMaxNodeDepth ops long), in the order a recursive walk would emit them.
+    std::vector<std::pair<const Node*, bool>> stack{{n, false}};
+    while (!stack.empty()) {
+        auto [m, operands_done] = stack.back();
+        stack.pop_back();
+        if (m->op == Op::Literal || memo_.count(m)) continue;
+        if (operands_done || !is_elementwise(m->op)) {
+            memo_[m] = emit(m);  // its operands' values are memoized: emit recurses no deeper
+            continue;
+        }
+        stack.push_back({m, true});
+        for (auto in = m->inputs.rbegin(); in != m->inputs.rend(); ++in) stack.push_back({in->get(), false});
+    }
+    return memo_.at(n);
 }
 
 std::string ExprEmitter::emit(const Node* n) {
