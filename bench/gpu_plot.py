@@ -2,7 +2,7 @@
 """Draws the CUDA size sweep (`gpu_bench --sizes F.csv`, or `SIZES=1 scripts/gpu.sh OUT`): GB/s
 against bytes moved, one line per case, with the device-to-device copy of the same bytes.
 
-    python3 bench/gpu_plot.py OUT/sizes.csv docs/gpu_bench.png
+    python3 bench/gpu_plot.py OUT/sizes.csv docs/gpu_bench.png [GPU]    (GPU: default "H200")
 """
 import csv
 import sys
@@ -15,8 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
+    gpu = sys.argv[3] if len(sys.argv) == 4 else "H200"
     series = defaultdict(list)
     with open(sys.argv[1]) as f:
         for r in csv.DictReader(f):
@@ -31,7 +32,7 @@ def main():
     ax.set_xscale("log", base=2)
     ax.set_xlabel("bytes moved (inputs read once + outputs written once)")
     ax.set_ylabel("GB/s")
-    ax.set_title("scanc on one H200, f32, against a device-to-device copy of the same bytes")
+    ax.set_title(f"scanc on one {gpu}, f32, against a device-to-device copy of the same bytes")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -566,7 +566,7 @@ def _as_tracer(rec: _Recorder, v, dtype: torch.dtype) -> Tracer:
     """v as a value of `dtype` in the text: a literal operand becomes a cast, so that every
     expression built on it is typed."""
     name = _operand(rec, v, dtype)
-    if isinstance(v, (Tracer, torch.Tensor)) or not name.lstrip("(-").isdigit():
+    if not (name[0].isdigit() or name[0] == "("):  # a value's name, not a literal's digits
         return Tracer(rec, name, dtype)
     return _emit(rec, f"{DTYPE_NAMES[dtype]}({name})", dtype)
 
