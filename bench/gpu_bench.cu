@@ -268,6 +268,7 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
         int dim;
         bool mamba = false;  // examples/mamba.scan over shape (B, L, D): its prologue fused
     } cases[] = {{"sum rows", sum_combine(), {8192, 4096}, 1},
+                 {"sum 65536 rows of 4096", sum_combine(), {65536, 4096}, 1},  // the size plot's 2^28
                  {"sum 1-D 2^28", sum_combine(), {1ll << 28}, 0},
                  {"sum dim 0", sum_combine(), {4096, 8192}, 0},
                  {"sum 16x2^22", sum_combine(), {16, 1 << 22}, 1},
