@@ -28,9 +28,11 @@ ProgramRef Module::program(std::string_view name) const {
         if (programs.size() == 1) return programs[0];
         std::string names;
         for (auto& p : programs) names += (names.empty() ? "" : ", ") + p->name;
-        if (programs.empty()) user_error({}, "the file defines no program");
-        user_error({}, cat("the file defines several programs (", names,
-                           "); choose one with --program NAME"));
+        // The file, where its text said (a module built by hand has none).
+        const SourceLoc file{programs.empty() ? (combines.empty() ? "" : combines[0]->loc.file) : programs[0]->loc.file};
+        if (programs.empty()) user_error(file, "the file defines no program (only combines)");
+        user_error(file, cat("the file defines several programs (", names,
+                             "); name the one to use (--program NAME on the command line)"));
     }
     if (auto p = find_program(name)) return p;
     std::string names;

@@ -83,9 +83,9 @@ std::unordered_map<const Symbol*, Size> rewritten_symbols(const Program& p,
                                   spelled(options, "bound", name, bound->second),
                                   ": give a symbol a size or a bound, not both"));
         if (size < 0 || (sym->bound && size > *sym->bound))
-            user_error(p.loc, cat(spelled(options, "size", name, size), ": must be in 0..",
-                                  sym->bound ? cat(*sym->bound) : "", " (", name,
-                                  sym->bound ? cat("<=", *sym->bound) : "", ")"));
+            user_error(p.loc, cat(spelled(options, "size", name, size), ": must be ",
+                                  sym->bound ? cat("in 0..", *sym->bound, " (", name, "<=", *sym->bound, ")")
+                                             : "0 or more"));
         out[sym.get()] = Size(size);
     }
     return out;
@@ -359,6 +359,10 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     };
 
     std::optional<std::int64_t> bound = s.upper_bound();
+    const auto symbols = s.symbols();
+    if (!bound && std::all_of(symbols.begin(), symbols.end(), [](const SymbolRef& sym) { return sym->bound.has_value(); }))
+        user_error(scan.loc, cat("cannot lower this scan: its length along dim ", d, " is `", s.str(),
+                                 "`, whose largest value at these bounds passes 2^63; give smaller bounds"));
     if (!bound) {
         std::string names;
         for (auto& sym : s.symbols()) names += (names.empty() ? "" : ", ") + sym->name;
@@ -453,8 +457,12 @@ ProgramRef lower_scans(const Program& program, const LowerOptions& options,
     }
     for (auto& r : program.results) {
         NodeRef v = value.at(r.get()).at(0);
-        if (v->name.empty() && !r->name.empty()) {
-            // Results keep their names: a lowered scan output gets the scan result's name.
+        if (v != r && !r->name.empty()) {
+            // Results keep their names: a lowered scan output gets the scan result's name. A
+            // scan of at most one step lowers to its leaf, a node of the program (never renamed:
+            // the program is the caller's) or one named otherwise: it gets a copy of its own.
+            if (owned.count(v.get()) || !(v->name.empty() || v->name == r->name))
+                v = make_elementwise(Op::Cast, {v}, r->loc, v->type().dtype);
             v->name = r->name;
         }
         out->results.push_back(v);

@@ -403,3 +403,17 @@ def test_emit_writes_a_chain_as_long_as_the_parser_allows(tmp_path):
     proc = emit_or_skip(path, "-o", tmp_path / "chain.cu")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "chain.cu").read_text().count("sc_add(") >= 9990
+
+
+def test_a_length_whose_bound_overflows_says_so_rather_than_asking_for_a_bound(tmp_path):
+    path = write(tmp_path, ADD + "program p(x: f32[T]) {\n  y = scan add(concat(0, x, x, x)) dim=0\n"
+                                 "  return y\n}\n")
+    assert_user_error(scanc("lower", path, "--bound", f"T={2 ** 62}"), r"`3\*T`", "passes 2\\^63",
+                      "smaller bounds", place=f"{path}:5")
+
+
+def test_a_file_of_several_programs_asks_which_one_naming_the_file(tmp_path):
+    path = write(tmp_path, "program p(x: f32[N]) {\n  return x\n}\nprogram q(x: f32[N]) {\n  return x\n}\n")
+    proc = scanc("run", path, "--random", "N=2")
+    assert_user_error(proc, r"several programs \(p, q\)", "--program NAME")
+    assert str(path) in proc.stderr

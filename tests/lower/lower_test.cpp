@@ -2,6 +2,8 @@
 // scan for every algorithm, direction, leaf count, captured value and dim; level and combine
 // application counts are the promised ones.
 #include "lower_helpers.h"
+#include "scanc/text/parser.h"
+#include "scanc/text/printer.h"
 
 namespace scanc::lower_test {
 namespace {
@@ -205,6 +207,26 @@ TEST(LowerProgram, HalfPrecisionScansComputeInF32AndRoundOnlyTheirOutputs) {
             SCOPED_TRACE(cat(dtype_name(t), " ", algorithm_name(a)));
             expect_same_results(p, lower_scans(*p, o), {ones}, 0);
         }
+    }
+}
+
+TEST(LowerProgram, AScanOfAtMostOneStepKeepsItsResultsNameAndLeavesTheProgramAsItWas) {
+    // Such a scan lowers to its leaf, a node of the program: the result is named as the scan
+    // was, and the program's own nodes keep their names.
+    Module m = parse_module("combine add(a | b) { return a + b }\n"
+                            "program p(x: f32[T<=1]) {\n  v = x * 2\n  y = scan add(v) dim=0\n"
+                            "  z = scan add(x * 3) dim=0\n  w = scan add(x) dim=0\n  return y, v, z, w\n}\n");
+    const ProgramRef p = m.programs.back();
+    const std::string before = print_program(*p);
+    for (auto a : kAlgorithms) {
+        LowerOptions o;
+        o.algorithm = a;
+        if (a == ScanAlgorithm::WorkEfficient) o.sizes = {{"T", 1}};
+        ProgramRef lowered = lower_scans(*p, o);
+        std::vector<std::string> names;
+        for (const NodeRef& r : lowered->results) names.push_back(r->name);
+        EXPECT_EQ(names, (std::vector<std::string>{"y", "v", "z", "w"})) << algorithm_name(a);
+        EXPECT_EQ(print_program(*p), before);
     }
 }
 
