@@ -211,3 +211,23 @@ def test_fmax_and_fmin_send_a_tie_s_gradient_to_the_first_operand_as_torch_does(
     x = torch.tensor([[1.0, 1.0, float("nan"), 1.0, 0.5]], dtype=torch.float64)
     w = torch.arange(1.0, 6.0, dtype=torch.float64)
     assert torch.equal(_scan_grad(op, x, w), _loop_grad(op, x, w))
+
+
+def test_the_backward_op_s_fake_and_real_outputs_agree_for_a_strided_integer_leaf():
+    # A segmented sum: an int32 flag leaf, permuted so that its strides are not contiguous.
+    from scanc.torch import pytrees
+    from scanc.torch.trace import trace_combine
+
+    def segmented(l, r):
+        return torch.where(r[1] != 0, r[0], l[0] + r[0]), l[1] | r[1]
+
+    values = torch.randn(4, 5, 2, dtype=torch.float64).permute(2, 1, 0)
+    flags = (torch.rand(4, 5, 2, generator=torch.Generator().manual_seed(4)) > 0.6).to(torch.int32)
+    flags = flags.permute(2, 1, 0)
+    _, spec = pytrees.flatten((values, flags))
+    text, _ = trace_combine(segmented, spec, [values.dtype, flags.dtype])
+    ys = torch.ops.scanc.associative_scan(text, [values, flags], [], 1, False)
+    grads = [torch.randn(2, 5, 4, dtype=torch.float64), torch.zeros_like(ys[1])]
+    torch.library.opcheck(torch.ops.scanc.associative_scan_backward.default,
+                          (text, [values, flags], list(ys), [], grads, 1, False),
+                          test_utils=["test_faketensor"])

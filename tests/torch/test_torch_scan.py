@@ -123,6 +123,23 @@ def test_five_shapes_compile_once_with_closures_created_in_the_graph():
     assert counter.frame_count == 1
 
 
+def add_after_a_graph_break(a, b):
+    print(end="")  # Python that Dynamo cannot trace: the combine's trace resumes in a new frame
+    return a + b
+
+
+def test_a_graph_break_inside_a_combine_under_dynamic_compile_gives_the_eager_result():
+    fn = torch.compile(lambda v: st.associative_scan(add_after_a_graph_break, v, 1), dynamic=True,
+                       backend="eager")
+    for shape in ((2, 9), (3, 17)):
+        x = randn(*shape).requires_grad_()
+        y = fn(x)
+        torch.testing.assert_close(y, x.detach().cumsum(1))
+        y.sum().backward()
+        torch.testing.assert_close(x.grad, torch.arange(shape[1], 0, -1.0).expand(shape))
+    torch._dynamo.reset()
+
+
 def test_static_compile_gives_the_same_results():
     fn = torch.compile(model_with_an_in_graph_closure, dynamic=False, fullgraph=True)
     x, tau = randn(3, 12), randn(3, seed=1)

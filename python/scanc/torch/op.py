@@ -51,8 +51,10 @@ def _scan_fake(program, xs, captured, dim, reverse):
     # combine with captured Python numbers (floats under Dynamo) may be associative for their
     # values only, which are unknown here: it is checked where they are known, at its runs
     # (_scan) and when lowered (lower.py).
+    # dim may come as a SymInt: a graph break in the combine resumes Dynamo inside
+    # associative_scan with dim as a frame input, which dynamic shapes make symbolic.
     if not programs.number_captures(program):
-        programs.forward(program, xs, captured, dim, reverse)
+        programs.forward(program, xs, captured, int(dim), reverse)
     return [x.new_empty(x.shape) for x in xs]
 
 
@@ -79,8 +81,8 @@ def scan_backward_op(program: str, xs: list[Tensor], ys: list[Tensor], captured:
     m = len(floats)
     contributions = dict(zip(compiled.captured_outputs, outs[m:]))
     dxs = iter(outs[:m])
-    result = [next(dxs).contiguous() if x.is_floating_point() else torch.zeros_like(x)
-              for x in xs]
+    result = [next(dxs).contiguous() if x.is_floating_point() else x.new_zeros(x.shape)
+              for x in xs]  # contiguous, as the fake implementation says
     for k, c in enumerate(captured):
         # Summed here to the captured value's shape, so that no output has the size
         # max(S - 1, 0), whose 0/1 cases would make torch.compile guard on S.
