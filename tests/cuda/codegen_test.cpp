@@ -189,6 +189,19 @@ TEST(CudaCodegen, AChainAsLongAsTheParserAllowsIsEmittedWithoutRecursingPerOp) {
     EXPECT_GE(multiplies, ops);  // every op of the chain, in each kernel that computes it
 }
 
+TEST(CudaCodegen, AValueEveryOpUsesTwiceIsWalkedOnceNotOncePerPath) {
+    // y[k+1] = y[k] + y[k], 60 times: 2^60 paths from the scan to x, 60 ops to emit (a walk per
+    // path never ended).
+    dsl::ProgramBuilder b("doubling");
+    Expr y = b.param("x", DType::F32, {b.symbol("N")});
+    for (int i = 0; i < 60; ++i) y = y + y;
+    auto sum = dsl::trace_combine("sum", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
+        return Exprs{l[0] + r[0]};
+    });
+    const std::string source = emit_cuda(b.build(b.scan(sum, {y}, 0)), "sm_90");
+    EXPECT_NE(source.find("scanc_rows"), std::string::npos);
+}
+
 TEST(CudaCodegen, MambaKernelsCompileWithNvrtcForSm90) {
     SKIP_WITHOUT_NVRTC();
     EXPECT_GT(cuda_compile_check(mamba_like(), "sm_90"), 0u);

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "codegen.h"
 
@@ -30,9 +31,7 @@ public:
         std::vector<bool> done(p.results.size(), false);
         for (std::size_t r = 0; r < p.results.size(); ++r) {
             const Node* res = p.results[r].get();
-            const Node* latest = nullptr;
-            std::set<const Node*> seen;
-            find_scans(res, seen, latest);
+            const Node* latest = latest_scan(res);
             if (latest && shapes_equal(res->type().shape, latest->types[0].shape)) {
                 fused[latest].push_back(static_cast<int>(r));
                 done[r] = true;
@@ -61,16 +60,24 @@ public:
     }
 
 private:
-    // The latest scan (in dependency order) whose outputs `n` reads through elementwise ops.
-    void find_scans(const Node* n, std::set<const Node*>& seen, const Node*& latest) {
-        if (!seen.insert(n).second) return;
-        if (n->op == Op::Project) {
-            const Node* scan = n->inputs[0].get();
-            if (!latest || position_[scan] > position_[latest]) latest = scan;
-            return;
+    // The latest scan (in dependency order) whose outputs `root` reads through elementwise ops.
+    // (Walks here take no recursion: a chain may be kMaxNodeDepth ops long.)
+    const Node* latest_scan(const Node* root) {
+        const Node* latest = nullptr;
+        std::set<const Node*> seen;
+        std::vector<const Node*> stack{root};
+        while (!stack.empty()) {
+            const Node* n = stack.back();
+            stack.pop_back();
+            if (!seen.insert(n).second) continue;
+            if (n->op == Op::Project) {
+                const Node* scan = n->inputs[0].get();
+                if (!latest || position_[scan] > position_[latest]) latest = scan;
+            } else if (is_elementwise(n->op)) {
+                for (auto& in : n->inputs) stack.push_back(in.get());
+            }
         }
-        if (!is_elementwise(n->op)) return;
-        for (auto& in : n->inputs) find_scans(in.get(), seen, latest);
+        return latest;
     }
 
     int push(Stage s) {
@@ -79,18 +86,26 @@ private:
         return plan_.stages.back().id;
     }
 
-    // Adds the accesses that evaluating `n` inline needs to stage `s`. Projects of `own` (the
-    // scan whose epilogue this is) are the kernel's state and need none.
-    void collect(const Node* n, Stage& s, const Node* own) {
-        if (n->op == Op::Literal) return;
-        if (is_elementwise(n->op)) {
-            for (auto& in : n->inputs) collect(in.get(), s, own);
-            return;
+    // Adds the accesses that evaluating `root` inline needs to stage `s`, in the order of a
+    // depth-first walk of its operands, each op once (a value used twice is not walked twice:
+    // chains of `y = x + x` would double the walk per op). Projects of `own` (the scan whose
+    // epilogue this is) are the kernel's state and need none.
+    void collect(const Node* root, Stage& s, const Node* own) {
+        std::set<const Node*> walked;
+        std::vector<const Node*> stack{root};
+        while (!stack.empty()) {
+            const Node* n = stack.back();
+            stack.pop_back();
+            if (n->op == Op::Literal) continue;
+            if (is_elementwise(n->op)) {
+                if (!walked.insert(n).second) continue;
+                for (auto in = n->inputs.rbegin(); in != n->inputs.rend(); ++in) stack.push_back(in->get());
+                continue;
+            }
+            if (n->op == Op::Project && n->inputs[0].get() == own) continue;
+            if (std::none_of(s.inputs.begin(), s.inputs.end(), [&](const Access& a) { return a.node == n; }))
+                s.inputs.push_back(access(n));
         }
-        if (n->op == Op::Project && n->inputs[0].get() == own) return;
-        for (auto& a : s.inputs)
-            if (a.node == n) return;
-        s.inputs.push_back(access(n));
     }
 
     // An access for a non-inline node: a slice chain over an input or a buffer.
