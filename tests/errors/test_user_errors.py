@@ -417,3 +417,9 @@ def test_a_file_of_several_programs_asks_which_one_naming_the_file(tmp_path):
     proc = scanc("run", path, "--random", "N=2")
     assert_user_error(proc, r"several programs \(p, q\)", "--program NAME")
     assert str(path) in proc.stderr
+
+
+@pytest.mark.parametrize("seconds", ["nan", "-1", "inf", "601"])
+def test_bench_refuses_a_time_that_is_not_one(seconds):
+    assert_user_error(scanc("bench", EXAMPLES / "cumsum.scan", "--random", "N=2,T=3",
+                            "--seconds", seconds), "--seconds")

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <span>
@@ -232,7 +233,10 @@ Command add_bench_command(CLI::App& parent) {
     add_program_options(*app, *args)->required();
     app->add_option("--seconds", args->seconds, "about how long the timed runs take")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 600.0));
+        ->check(CLI::Range(0.0, 600.0))
+        ->check([](const std::string& text) {  // CLI::Range lets NaN through
+            return std::isnan(std::strtod(text.c_str(), nullptr)) ? std::string("NaN is not a time") : std::string();
+        });
     app->add_flag("--json", args->json, "print the report as one JSON object");
     return {app, [args] { return bench(*args); }};
 }
