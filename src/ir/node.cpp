@@ -29,7 +29,9 @@ ProgramRef Module::program(std::string_view name) const {
         std::string names;
         for (auto& p : programs) names += (names.empty() ? "" : ", ") + p->name;
         // The file, where its text said (a module built by hand has none).
-        const SourceLoc file{programs.empty() ? (combines.empty() ? "" : combines[0]->loc.file) : programs[0]->loc.file};
+        const std::string file_name =
+            !programs.empty() ? programs[0]->loc.file : !combines.empty() ? combines[0]->loc.file : "";
+        const SourceLoc file{file_name};
         if (programs.empty()) user_error(file, "the file defines no program (only combines)");
         user_error(file, cat("the file defines several programs (", names,
                              "); name the one to use (--program NAME on the command line)"));

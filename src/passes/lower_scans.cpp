@@ -360,7 +360,9 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
 
     std::optional<std::int64_t> bound = s.upper_bound();
     const auto symbols = s.symbols();
-    if (!bound && std::all_of(symbols.begin(), symbols.end(), [](const SymbolRef& sym) { return sym->bound.has_value(); }))
+    const bool all_bounded =
+        std::all_of(symbols.begin(), symbols.end(), [](const SymbolRef& sym) { return sym->bound.has_value(); });
+    if (!bound && all_bounded)
         user_error(scan.loc, cat("cannot lower this scan: its length along dim ", d, " is `", s.str(),
                                  "`, whose largest value at these bounds passes 2^63; give smaller bounds"));
     if (!bound) {
