@@ -1,5 +1,6 @@
 """User mistakes: each must exit with code 2 and a one-paragraph message on stderr that names the
 problem and where it is (file:line:col for program text; the parameter or file for inputs)."""
+import io
 import re
 import subprocess
 from pathlib import Path
@@ -423,3 +424,12 @@ def test_a_file_of_several_programs_asks_which_one_naming_the_file(tmp_path):
 def test_bench_refuses_a_time_that_is_not_one(seconds):
     assert_user_error(scanc("bench", EXAMPLES / "cumsum.scan", "--random", "N=2,T=3",
                             "--seconds", seconds), "--seconds")
+
+
+def test_a_result_may_go_to_standard_output_which_is_no_file_to_rename_into(tmp_path):
+    proc = subprocess.run([str(scanc_bin()), "run", str(write(tmp_path, TWO_RESULTS)), "--random", "N=3",
+                           "--output", "/dev/stdout", "--output", str(tmp_path / "b.npy")],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    first, second = np.load(io.BytesIO(proc.stdout)), np.load(tmp_path / "b.npy")
+    np.testing.assert_array_equal(second, first * 2)

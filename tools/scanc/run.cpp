@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "cli.h"
@@ -52,19 +53,24 @@ int run(const RunArgs& args) {
         return 0;
     }
     // Each result goes to a file beside its path, renamed into place once all are written, so
-    // that a failed write leaves no result behind.
-    std::vector<std::string> written;
+    // that a failed write leaves no result behind. Paths that are not files (/dev/stdout, a
+    // pipe) are written as they are.
+    std::vector<std::string> written;  // "" where written in place
     for (std::size_t i = 0; i < results.size(); ++i) {
-        written.push_back(args.outputs[i] + ".scanc-partial");
+        std::error_code ec;
+        const auto kind = std::filesystem::status(args.outputs[i], ec).type();
+        const bool in_place = kind != std::filesystem::file_type::not_found && kind != std::filesystem::file_type::regular;
+        written.push_back(in_place ? "" : args.outputs[i] + ".scanc-partial");
         try {
-            write_npy(written.back(), results[i]);
+            write_npy(in_place ? args.outputs[i] : written.back(), results[i]);
         } catch (const CompileError& e) {
-            for (const std::string& path : written) std::remove(path.c_str());
+            for (const std::string& path : written)
+                if (!path.empty()) std::remove(path.c_str());
             user_error(SourceLoc{args.outputs[i]}, e.message());  // named as given
         }
     }
     for (std::size_t i = 0; i < results.size(); ++i)
-        if (std::rename(written[i].c_str(), args.outputs[i].c_str()) != 0)
+        if (!written[i].empty() && std::rename(written[i].c_str(), args.outputs[i].c_str()) != 0)
             user_error({}, cat("cannot write `", args.outputs[i], "`: ", std::strerror(errno)));
     return 0;
 }
