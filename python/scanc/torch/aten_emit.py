@@ -110,7 +110,6 @@ class Emitter:
         packet = BINARY[op]
         return self.call(getattr(packet, overload), a, b)
 
-
     def _shift(self, op: str, a, b, tensors: list[bool]) -> fx.Node:
         # scanc takes the count modulo the bit width; aten shifts everything out past it.
         bits = torch.iinfo(_dtype_of(a if tensors[0] else b)).bits
