@@ -118,17 +118,39 @@ int normalize_dim(std::int64_t dim, int rank, const SourceLoc& loc) {
     return static_cast<int>(dim < 0 ? dim + rank : dim);
 }
 
+namespace {
+
+// n - min(k, n), k >= 0: the length of x[k:] and of x[:-k] for x of length n. Where n is itself
+// m - min(j, m) (x a slice of that form), it is m - min(j + k, m), the same value: a chain of
+// such slices keeps one term, where nesting would repeat n twice a slice (2^depth terms).
+Size drop(const Size& n, std::int64_t k) {
+    constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
+    for (const Size::Part& part : n.parts()) {
+        if (part.kind != Size::Part::Kind::Min || part.coefficient != -1) continue;
+        for (int a = 0; a < 2; ++a) {
+            const auto j = part.args[a].constant();
+            const Size& m = part.args[1 - a];
+            if (j && *j >= 0 && *j <= kMost - k && (n + Size::min(*j, m)).equals(m))
+                return m - Size::min(*j + k, m);
+        }
+    }
+    return n - Size::min(k, n);
+}
+
+}  // namespace
+
 Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64_t step) {
+    constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
     auto normalize = [&](const Size& v) {
         auto c = v.constant();
         // n - min(-c, n) rather than max(n + c, 0): the same value, in the form that makes
         // x[:-k] and x[k:] provably equally long (lowered scans combine the two).
         // -2^63 has no negation; n < 2^63 counts back to 0 from it as from -(2^63 - 1).
-        constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
-        if (c && *c < 0) return n - Size::min(-std::max(*c, -kMost), n);
+        if (c && *c < 0) return drop(n, -std::max(*c, -kMost));
         return Size::max(Size::min(v, n), 0);
     };
     Size s = normalize(start), e = normalize(stop);
+    if (auto k = start.constant(); step == 1 && k && *k >= 0 && e.equals(n)) return drop(n, *k);  // x[k:]
     return Size::max(Size::ceildiv(e - s, step), 0);
 }
 

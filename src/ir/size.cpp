@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <unordered_map>
+#include <utility>
 
 #include "scanc/error.h"
 
@@ -22,6 +24,7 @@ namespace {
 int compare_sizes(const Size& a, const Size& b);
 
 int compare_terms(const Size::Term& a, const Size::Term& b) {
+    if (&a == &b) return 0;  // one shared term (sizes share their subterms)
     if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
     if (a.kind == TermKind::Symbol) {
         if (a.symbol->id != b.symbol->id) return a.symbol->id < b.symbol->id ? -1 : 1;
@@ -195,6 +198,23 @@ struct SizeOps {
         return k >= 0 ? Range{times_k(r.lo), times_k(r.hi)} : Range{times_k(r.hi), times_k(r.lo)};
     }
 
+    // Ranges of the terms met during one outermost range_of, by term. A term's range depends
+    // on the term alone, and a size nests its length in min/max terms several times (a slice of
+    // a slice of ... : x[1:T] holds x's length twice), so walking each occurrence anew takes time
+    // exponential in the nesting. The memo holds each term it saw, so no pointer is reused while
+    // it lives.
+    struct RangeMemo {
+        std::unordered_map<const Size::Term*, std::pair<TermRef, Range>> ranges;
+    };
+    static inline thread_local RangeMemo* range_memo = nullptr;
+
+    static Range memo_range_of_term(const TermRef& t) {
+        if (auto it = range_memo->ranges.find(t.get()); it != range_memo->ranges.end()) return it->second.second;
+        Range r = range_of_term(*t);
+        range_memo->ranges.emplace(t.get(), std::pair{t, r});
+        return r;
+    }
+
     static Range range_of_term(const Size::Term& t) {
         switch (t.kind) {
             case TermKind::Symbol: return {0, t.symbol->bound};
@@ -232,9 +252,17 @@ struct SizeOps {
     }
 
     static Range range_of(const Size& s, int depth = 1) {
+        if (!range_memo) {  // the outermost call: the memo lives as long as it does
+            RangeMemo memo;
+            range_memo = &memo;
+            struct Reset {
+                ~Reset() { range_memo = nullptr; }
+            } reset;
+            return range_of(s, depth);
+        }
         Range r{s.constant_, s.constant_};
         for (auto& [t, coeff] : s.terms_) {
-            Range tr = scale(range_of_term(*t), coeff);
+            Range tr = scale(memo_range_of_term(t), coeff);
             r.lo = bound_of(add, r.lo, tr.lo);
             r.hi = bound_of(add, r.hi, tr.hi);
         }

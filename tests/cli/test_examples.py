@@ -323,3 +323,20 @@ def test_bench_json_reports_the_same_measurement_for_scripts():
     assert report["ok"] and [c["mismatches"] for c in report["checks"]] == [0]
     assert report["runs"] >= 3 and 0 < report["best_seconds"] <= report["median_seconds"]
     assert report["best_gbps"] * 1e9 * report["best_seconds"] == pytest.approx(8000)
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_a_fortieth_difference_checks_runs_and_lowers_like_numpy_diff(tmp_path, backend):
+    # x[1:] - x[:-1], 40 times: each slice's length nests the last one's (it once grew 2^40).
+    chain = "".join(f"  t{i + 1} = slice(t{i}, 1, 1, T) - slice(t{i}, 1, 0, -1)\n" for i in range(40))
+    path = tmp_path / "diff.scan"
+    path.write_text(f"program p(t0: i64[N, T]) {{\n{chain}  return t40\n}}\n")
+    check = scanc("check", path, timeout=60)
+    assert check.returncode == 0 and "T - min(T, 40)" in check.stdout, check.stdout + check.stderr
+    x = np.random.default_rng(0).integers(-5, 5, (N, 45), dtype=np.int64)
+    out = tmp_path / "y.npy"
+    proc = scanc("run", path, "--backend", backend, *save_inputs(tmp_path, {"t0": x}), "--output", out,
+                 timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(out), np.diff(x, n=40, axis=1))
+    assert scanc("lower", path, "--bound", "T=64", "-o", tmp_path / "low.scan", timeout=60).returncode == 0

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "scanc/error.h"
+#include "scanc/ir/builder.h"
 #include "scanc/ir/size.h"
 
 namespace scanc {
@@ -108,6 +109,29 @@ TEST(Size, SubstituteReplacesSymbolsInsideMinMaxAndFloorDiv) {
     Size s = with(Size::symbol(n));
     EXPECT_EQ(s.substitute({{n.get(), Size(17)}}).str(), "floordiv(M + 4, 2) - 17");
     EXPECT_TRUE(s.substitute({{n.get(), Size::symbol(m)}}).equals(with(Size::symbol(m))));
+}
+
+}  // namespace
+}  // namespace scanc
+
+namespace scanc {
+namespace {
+
+// n-th order differences, x[1:] - x[:-1] taken 60 times: each slice's length is that of the
+// last minus one, so the lengths stay one term (T - min(T, k)) where nesting them would double
+// the expression per slice (an 8th difference took seconds, a 9th never ended).
+TEST(SliceLength, ChainsOfShiftsKeepOneTermAndTheirValue) {
+    SymbolRef t = Symbol::make("T");
+    Size n = Size::symbol(t);
+    for (int k = 1; k <= 60; ++k) {
+        const Size front = slice_length(n, 1, Size::symbol(t), 1);   // x[1:T]
+        const Size back = slice_length(n, 0, -1, 1);                 // x[:-1]
+        ASSERT_TRUE(front.equals(back)) << front.str() << " against " << back.str();
+        n = front;
+        EXPECT_EQ(n.str(), cat("T - min(T, ", k, ")"));
+        for (std::int64_t value : {0, 1, k - 1, k, k + 1, 1000})
+            EXPECT_EQ(n.evaluate({{t.get(), value}}), std::max<std::int64_t>(value - k, 0)) << "T = " << value;
+    }
 }
 
 }  // namespace
