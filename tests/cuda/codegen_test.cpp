@@ -202,6 +202,18 @@ TEST(CudaCodegen, AValueEveryOpUsesTwiceIsWalkedOnceNotOncePerPath) {
     EXPECT_NE(source.find("scanc_rows"), std::string::npos);
 }
 
+TEST(CudaCodegen, AResultReadingItsScanThroughASliceIsAStageAfterTheScan) {
+    const ProgramRef p = parse_module("combine add(a | b) { return a + b }\n"
+                                      "program p(x: f32[N, T]) {\n  s = scan add(x) dim=1\n"
+                                      "  r = s + slice(s, 1, 0, T)\n  return r\n}\n")
+                             .programs.back();
+    const cuda::Plan plan = cuda::make_plan(p);
+    ASSERT_EQ(plan.stages.size(), 2u);  // the scan (writing s), then a map reading s twice
+    EXPECT_TRUE(plan.stages[0].is_scan);
+    EXPECT_FALSE(plan.stages[1].is_scan);
+    EXPECT_NO_THROW(emit_cuda(p, "sm_90"));
+}
+
 TEST(CudaCodegen, MambaKernelsCompileWithNvrtcForSm90) {
     SKIP_WITHOUT_NVRTC();
     EXPECT_GT(cuda_compile_check(mamba_like(), "sm_90"), 0u);

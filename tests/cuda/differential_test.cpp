@@ -335,6 +335,22 @@ program p(x: f32[N, T], w: f32[T]) {
     }
 }
 
+TEST_F(CudaDifferential, AResultReadingItsScanThroughASliceRunsAfterTheScan) {
+    // `s + slice(s, ...)` reads the scan's output from memory: not the scan's epilogue but a
+    // stage after it (it was fused into the epilogue and failed to plan).
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: f32[N, T]) {
+  s = scan add(x) dim=1
+  r = s + slice(s, 1, 0, T)
+  q = s + concat(1, slice(s, 1, 0, 1), slice(s, 1, 0, -1))
+  return r, q
+}
+)");
+    for (auto [n, t] : {std::pair{5, 9}, {33, 4099}, {1, 1}, {3, 0}})
+        expect_matches_reference(program, {random_tensor(DType::F32, {n, t}, rng)});
+}
+
 TEST_F(CudaDifferential, ResultsAreBitIdenticalRunToRun) {
     auto exe = CudaBackend().compile(parse_program(kSum));
     Tensor x = random_tensor(DType::F32, {(1 << 22) + 17}, rng, Fill{false, -1, 1});

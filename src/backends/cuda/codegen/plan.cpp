@@ -32,6 +32,7 @@ public:
         for (std::size_t r = 0; r < p.results.size(); ++r) {
             const Node* res = p.results[r].get();
             const Node* latest = latest_scan(res);
+            if (latest && reads_through_memory(res, latest)) latest = nullptr;  // a map stage, after
             if (latest && shapes_equal(res->type().shape, latest->types[0].shape)) {
                 fused[latest].push_back(static_cast<int>(r));
                 done[r] = true;
@@ -78,6 +79,32 @@ private:
             }
         }
         return latest;
+    }
+
+    // Whether `root` reads `scan`'s outputs other than elementwise: through a slice, a concat
+    // or a later scan, which read them from a buffer the scan's stage writes (so `root` cannot
+    // be that stage's epilogue).
+    static bool reads_through_memory(const Node* root, const Node* scan) {
+        std::set<const Node*> seen;
+        std::vector<const Node*> inline_ops{root}, stored;
+        while (!inline_ops.empty()) {  // the values `root` computes inline, and what they read
+            const Node* n = inline_ops.back();
+            inline_ops.pop_back();
+            if (!seen.insert(n).second || n->op == Op::Literal) continue;
+            if (is_elementwise(n->op))
+                for (auto& in : n->inputs) inline_ops.push_back(in.get());
+            else if (!(n->op == Op::Project && n->inputs[0].get() == scan))
+                stored.push_back(n);
+        }
+        std::set<const Node*> upstream;
+        while (!stored.empty()) {  // anything upstream of a stored value
+            const Node* n = stored.back();
+            stored.pop_back();
+            if (n == scan) return true;
+            for (auto& in : n->inputs)
+                if (upstream.insert(in.get()).second) stored.push_back(in.get());
+        }
+        return false;
     }
 
     int push(Stage s) {
