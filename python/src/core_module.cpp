@@ -162,6 +162,19 @@ public:
     }
 
 private:
+    // CompileError when `object` lives on a device that is neither a CPU nor CUDA (torch's meta,
+    // mps, ...): its DLPack export fails, and its dtype is not why.
+    static void refuse_unreadable_device(nb::handle object, const std::string& what) {
+        if (!nb::hasattr(object, "device")) return;
+        const nb::object device_object = object.attr("device");
+        const std::string device = nb::cast<std::string>(nb::str(device_object));
+        std::string lower = device;
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (lower.find("cpu") == std::string::npos && lower.find("cuda") == std::string::npos)
+            user_error({}, cat(what, " is on device `", device, "`; scanc reads CPU memory, and CUDA memory on ",
+                               "the cuda backend"));
+    }
+
     // `object` as a view of its memory, kept referenced by `array` (`what` names it in dtype and
     // device errors); TypeError "`named` is a T; expected `expected`" when it is not a tensor.
     static TensorView import_array(nb::handle object, InputArray& array, const std::string& named,
@@ -170,15 +183,7 @@ private:
             PyErr_Clear();  // what the failed cast left (e.g. __dlpack__'s BufferError)
             // An array DLPack cannot carry (NumPy's object dtype, or bytes not in this machine's order).
             if (nb::hasattr(object, "dtype") && nb::hasattr(object, "__dlpack__")) {
-                if (nb::hasattr(object, "device")) {  // torch's meta, mps, ...: no memory scanc can read
-                    const nb::object device_object = object.attr("device");
-                    const std::string device = nb::cast<std::string>(nb::str(device_object));
-                    std::string lower = device;
-                    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-                    if (lower.find("cpu") == std::string::npos && lower.find("cuda") == std::string::npos)
-                        user_error({}, cat(what, " is on device `", device, "`; scanc reads CPU memory, and ",
-                                           "CUDA memory on the cuda backend"));
-                }
+                refuse_unreadable_device(object, what);
                 const nb::object dtype_object = object.attr("dtype");
                 const std::string dtype = nb::cast<std::string>(nb::str(dtype_object));
                 if (dtype == "bfloat16")  // ml_dtypes' NumPy dtype, which DLPack cannot carry

@@ -192,7 +192,8 @@ ProgramRef ProgramBuilder::build(const Exprs& results) {
                                                 : "a multi-output node"));
         program->results.push_back(r);
     }
-    for (const Node* n : topo_order(program->results))
+    const std::vector<const Node*> order = topo_order(program->results);
+    for (const Node* n : order)
         if (n->op == Op::Param && std::find_if(params_.begin(), params_.end(),
                                                [&](const NodeRef& p) { return p.get() == n; }) == params_.end())
             user_error({}, cat("program `", name_, "` uses `", n->name, "`, a parameter of another ProgramBuilder"));
@@ -209,7 +210,7 @@ ProgramRef ProgramBuilder::build(const Exprs& results) {
                 }
     // A slice bound's symbols must be the params' own: another builder's symbol of the same name
     // would print as this one's and mean something else.
-    for (const Node* n : topo_order(program->results))
+    for (const Node* n : order)
         if (n->op == Op::Slice) {
             const auto& slice = n->as<SliceAttr>();
             for (const Size* bound : {&slice.start, &slice.stop})

@@ -1,7 +1,5 @@
 #include "scanc/runtime/backend.h"
 
-#include "scanc/ir/size.h"  // kMaxElements
-
 namespace scanc {
 
 void check_view(const TensorView& view, const std::string& what, const SourceLoc& loc) {
@@ -13,11 +11,8 @@ void check_view(const TensorView& view, const std::string& what, const SourceLoc
         empty = empty || view.sizes[d] == 0;
     }
     if (!view.data && !empty) user_error(loc, cat(what, " has elements but no data (a null pointer)"));
-    std::int64_t elements = 1;
-    for (int d = 0; d < view.rank() && !empty; ++d)
-        if (__builtin_mul_overflow(elements, view.sizes[d], &elements) || elements > kMaxElements)
-            user_error(loc, cat(what, " has more than 2^50 elements (size ", view.sizes[d], " along dim ", d,
-                                " and the dims before it), more than scanc's sizes allow"));
+    if (!element_count(view.sizes))
+        user_error(loc, cat(what, " has more than 2^50 elements, more than scanc's sizes allow"));
 }
 
 Bindings bind_inputs(const Program& program, std::span<const TensorView> inputs) {

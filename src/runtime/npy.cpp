@@ -12,7 +12,6 @@
 #include <string_view>
 
 #include "scanc/error.h"
-#include "scanc/ir/size.h"  // kMaxElements
 
 namespace scanc {
 
@@ -241,13 +240,9 @@ Tensor read_npy(const std::string& path) {
     in.read(header.data(), static_cast<std::streamsize>(header_len));
     Header h = parse_header(path, header);
 
-    std::int64_t numel = 1;
-    for (auto s : h.shape) {
-        if (s != 0 && numel > kMaxElements / s)
-            npy_error(path, "the header's shape is too large");
-        numel *= s;
-    }
-    std::uint64_t data_bytes = static_cast<std::uint64_t>(numel) * dtype_size(h.dtype);
+    const std::optional<std::int64_t> numel = element_count(h.shape);
+    if (!numel) npy_error(path, "the header's shape is too large");
+    std::uint64_t data_bytes = static_cast<std::uint64_t>(*numel) * dtype_size(h.dtype);
     std::uint64_t available = file_size - header_start - header_len;
     if (available < data_bytes)
         npy_error(path, cat("file is truncated: expected ", data_bytes, " bytes of data, found ",

@@ -35,6 +35,14 @@ std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> sizes
     return strides;
 }
 
+std::optional<std::int64_t> element_count(std::span<const std::int64_t> sizes) {
+    if (has_zero(sizes)) return 0;  // before any product: the other sizes may be huge
+    std::int64_t n = 1;
+    for (auto s : sizes)
+        if (__builtin_mul_overflow(n, s, &n) || n > kMaxElements) return std::nullopt;
+    return n;
+}
+
 bool TensorView::is_contiguous() const {
     if (has_zero(sizes)) return true;
     std::int64_t expected = 1;
@@ -47,17 +55,12 @@ bool TensorView::is_contiguous() const {
 
 Tensor Tensor::empty(DType dtype, std::vector<std::int64_t> sizes) {
     Tensor t;
-    std::int64_t n = 1;
     for (auto s : sizes)
         if (s < 0) user_error({}, cat("Tensor::empty: size ", s, " is negative"));
-    if (has_zero(sizes)) n = 0;
-    for (auto s : sizes) {
-        if (n == 0) break;
-        // evaluate_shape refuses larger sizes; an overflow here would allocate too little.
-        SCANC_INTERNAL_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements,
-                             "a tensor of more than 2^50 elements");
-    }
-    std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dtype);
+    // evaluate_shape refuses larger sizes; an overflow here would allocate too little.
+    const std::optional<std::int64_t> n = element_count(sizes);
+    SCANC_INTERNAL_CHECK(n.has_value(), "a tensor of more than 2^50 elements");
+    std::size_t bytes = static_cast<std::size_t>(*n) * dtype_size(dtype);
     std::size_t rounded = (bytes + 63) / 64 * 64;
     void* data = std::aligned_alloc(64, rounded ? rounded : 64);
     if (!data) throw RuntimeError(cat("out of memory allocating ", bytes, " bytes"));

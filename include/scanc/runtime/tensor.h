@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct TensorView {
 };
 
 std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> sizes);
+// The elements of a tensor of these (non-negative) sizes: 0 where one is 0, however large the
+// others; nullopt past kMaxElements (2^50), the most scanc's sizes allow.
+std::optional<std::int64_t> element_count(std::span<const std::int64_t> sizes);
 
 class Tensor {
 public:

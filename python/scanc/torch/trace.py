@@ -579,7 +579,7 @@ def _integer_power(rec: _Recorder, a, b, dtype: torch.dtype) -> Tracer:
         raise ValueError(f"associative_scan: `**` (torch.pow) of {dtype} operands inside a "
                          f"combine needs a constant exponent that is a Python int >= 0, got "
                          f"{b!r}; cast to a floating-point dtype for any other")
-    result, square = None, Tracer(rec, _operand(rec, a, dtype), dtype)
+    result, square = None, _as_tracer(rec, a, dtype)
     while True:
         if b & 1:
             result = square if result is None else _emit(rec, f"{result._name} * {square._name}", dtype)

@@ -30,9 +30,11 @@ public:
         std::map<const Node*, std::vector<int>> fused;  // scan -> result indices
         std::vector<bool> done(p.results.size(), false);
         for (std::size_t r = 0; r < p.results.size(); ++r) {
-            const Node* res = p.results[r].get();
-            const Node* latest = latest_scan(res);
-            if (latest && reads_through_memory(res, latest)) latest = nullptr;  // a map stage, after
+            const NodeRef& res = p.results[r];
+            const InlineReads reads = inline_reads(res);
+            const Node* latest = reads.latest;
+            // A result that reads the scan through memory (a slice of it, ...) is a map stage after it.
+            if (latest && reaches(reads.stored, latest)) latest = nullptr;
             if (latest && shapes_equal(res->type().shape, latest->types[0].shape)) {
                 fused[latest].push_back(static_cast<int>(r));
                 done[r] = true;
@@ -61,49 +63,37 @@ public:
     }
 
 private:
-    // The latest scan (in dependency order) whose outputs `root` reads through elementwise ops.
-    // (Walks here take no recursion: a chain may be kMaxNodeDepth ops long.)
-    const Node* latest_scan(const Node* root) {
+    // What computing `root` inline reads: the latest scan (in dependency order) whose outputs
+    // it reads through elementwise ops, and the stored values it reads otherwise (inputs,
+    // slices, concats). (Walks here take no recursion: a chain may be kMaxNodeDepth ops long.)
+    struct InlineReads {
         const Node* latest = nullptr;
+        std::vector<NodeRef> stored;
+    };
+    InlineReads inline_reads(const NodeRef& root) {
+        InlineReads reads;
         std::set<const Node*> seen;
-        std::vector<const Node*> stack{root};
+        std::vector<NodeRef> stack{root};
         while (!stack.empty()) {
-            const Node* n = stack.back();
+            const NodeRef n = stack.back();
             stack.pop_back();
-            if (!seen.insert(n).second) continue;
+            if (!seen.insert(n.get()).second || n->op == Op::Literal) continue;
             if (n->op == Op::Project) {
                 const Node* scan = n->inputs[0].get();
-                if (!latest || position_[scan] > position_[latest]) latest = scan;
+                if (!reads.latest || position_[scan] > position_[reads.latest]) reads.latest = scan;
             } else if (is_elementwise(n->op)) {
-                for (auto& in : n->inputs) stack.push_back(in.get());
+                for (auto& in : n->inputs) stack.push_back(in);
+            } else {
+                reads.stored.push_back(n);
             }
         }
-        return latest;
+        return reads;
     }
 
-    // Whether `root` reads `scan`'s outputs other than elementwise: through a slice, a concat
-    // or a later scan, which read them from a buffer the scan's stage writes (so `root` cannot
-    // be that stage's epilogue).
-    static bool reads_through_memory(const Node* root, const Node* scan) {
-        std::set<const Node*> seen;
-        std::vector<const Node*> inline_ops{root}, stored;
-        while (!inline_ops.empty()) {  // the values `root` computes inline, and what they read
-            const Node* n = inline_ops.back();
-            inline_ops.pop_back();
-            if (!seen.insert(n).second || n->op == Op::Literal) continue;
-            if (is_elementwise(n->op))
-                for (auto& in : n->inputs) inline_ops.push_back(in.get());
-            else if (!(n->op == Op::Project && n->inputs[0].get() == scan))
-                stored.push_back(n);
-        }
-        std::set<const Node*> upstream;
-        while (!stored.empty()) {  // anything upstream of a stored value
-            const Node* n = stored.back();
-            stored.pop_back();
-            if (n == scan) return true;
-            for (auto& in : n->inputs)
-                if (upstream.insert(in.get()).second) stored.push_back(in.get());
-        }
+    // Whether `target` is among `roots` or upstream of them.
+    static bool reaches(const std::vector<NodeRef>& roots, const Node* target) {
+        for (const Node* n : topo_order(roots))
+            if (n == target) return true;
         return false;
     }
 
