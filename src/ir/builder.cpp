@@ -120,38 +120,79 @@ int normalize_dim(std::int64_t dim, int rank, const SourceLoc& loc) {
 
 namespace {
 
+// Provably k >= 0 for every value of its symbols (max(k, 0) folds to k only then).
+bool provably_nonnegative(const Size& k) { return Size::max(k, 0).equals(k); }
+
 // n - min(k, n), k >= 0: the length of x[k:] and of x[:-k] for x of length n. Where n is itself
 // m - min(j, m) (x a slice of that form), it is m - min(j + k, m), the same value: a chain of
-// such slices keeps one term, where nesting would repeat n twice a slice (2^depth terms).
-Size drop(const Size& n, std::int64_t k) {
-    constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
+// such slices keeps one term, where nesting would repeat n twice a slice (2^depth terms). k and
+// j may be symbolic (x[K:][K:] is T - min(2*K, T)).
+Size drop(const Size& n, const Size& k) {
     for (const Size::Part& part : n.parts()) {
         if (part.kind != Size::Part::Kind::Min || part.coefficient != -1) continue;
         for (int a = 0; a < 2; ++a) {
-            const auto j = part.args[a].constant();
+            const Size& j = part.args[a];
             const Size& m = part.args[1 - a];
-            if (j && *j >= 0 && *j <= kMost - k && (n + Size::min(*j, m)).equals(m))
-                return m - Size::min(*j + k, m);
+            if (!provably_nonnegative(j) || !(n + Size::min(j, m)).equals(m)) continue;
+            try {
+                return m - Size::min(j + k, m);
+            } catch (const SizeOverflow&) {  // j + k past int64: the nested form below
+            }
         }
     }
     return n - Size::min(k, n);
 }
 
+// max(v, 0). Where v is max(a, 0) + r with r <= 0 (a slice of a clamped length), it is
+// max(a + r, 0), the same value one max shallower: x[1:-1][1:-1] is max(T - 4, 0).
+Size clamp0(const Size& v) {
+    for (const Size::Part& part : v.parts()) {
+        if (part.kind != Size::Part::Kind::Max || part.coefficient != 1) continue;
+        for (int i = 0; i < 2; ++i) {
+            if (part.args[i].constant() != 0) continue;
+            const Size& a = part.args[1 - i];
+            const Size r = v - Size::max(a, 0);
+            if (Size::min(r, 0).equals(r)) return Size::max(a + r, 0);
+        }
+    }
+    return Size::max(v, 0);
+}
+
 }  // namespace
 
+// Each length names n at most once outside drop's and x[-k:]'s forms, so that a chain of slices
+// grows its length by a term a slice: naming n twice (as the clamps of both bounds to [0, n]
+// would) doubles the expression a slice, and a chain of 30 took minutes to run.
 Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64_t step) {
     constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
-    auto normalize = [&](const Size& v) {
+    // A negative constant counts from the end: its k = -c (-2^63 has no negation; n < 2^63
+    // counts back to 0 from it as from -(2^63 - 1)).
+    auto from_end = [&](const Size& v) -> std::optional<Size> {
         auto c = v.constant();
-        // n - min(-c, n) rather than max(n + c, 0): the same value, in the form that makes
-        // x[:-k] and x[k:] provably equally long (lowered scans combine the two).
-        // -2^63 has no negation; n < 2^63 counts back to 0 from it as from -(2^63 - 1).
-        if (c && *c < 0) return drop(n, -std::max(*c, -kMost));
-        return Size::max(Size::min(v, n), 0);
+        if (c && *c < 0) return Size(-std::max(*c, -kMost));
+        return std::nullopt;
     };
-    Size s = normalize(start), e = normalize(stop);
-    if (auto k = start.constant(); step == 1 && k && *k >= 0 && e.equals(n)) return drop(n, *k);  // x[k:]
-    return Size::max(Size::ceildiv(e - s, step), 0);
+    const std::optional<Size> start_back = from_end(start), stop_back = from_end(stop);
+    // The stop as a position in [0, n]. x[:-k] takes drop's form n - min(k, n), the length of
+    // x[k:] too (lowered scans combine the two, so they must be provably equal).
+    Size e = Size::max(Size::min(stop, n), 0);
+    if (stop_back) {
+        e = drop(n, *stop_back);
+        if (start.constant() != 0 || step != 1) {
+            try {
+                e = clamp0(n - *stop_back);  // the same value, naming n once
+            } catch (const SizeOverflow&) {
+            }
+        }
+    }
+    if (start.constant() == 0 && step == 1) return e;                                      // x[:e]
+    if (start_back && stop_back)  // x[-j:-k]: min(j, n) - k, clamped at 0, names n once
+        return clamp0(Size::ceildiv(Size::min(*start_back, n) - *stop_back, step));
+    if (start_back) return Size::max(Size::ceildiv(e - drop(n, *start_back), step), 0);  // x[-k:...]
+    if (step == 1 && provably_nonnegative(start) && e.equals(n)) return drop(n, start);     // x[k:]
+    // A start past the stop gives nothing whether or not it is clamped to n, so it is clamped
+    // only at 0 and n appears once, in e.
+    return clamp0(Size::ceildiv(e - Size::max(start, 0), step));
 }
 
 NodeRef make_param(ParamRole role, int index, std::string name, std::optional<Type> type,
@@ -299,12 +340,12 @@ NodeRef make_scan(CombineRef combine, std::vector<NodeRef> leaves, std::vector<N
             if (static_cast<int>(i + offset) == d) {
                 if (s.constant() != 1)
                     user_error(loc, cat("captured ", describe(c), " varies along the scan dim ", d,
-                                        " (size ", s.str(),
+                                        " (size ", s.brief(),
                                         "); a captured value must have size 1 there"));
             } else if (s.constant() != 1 && !s.equals(leaf)) {
                 user_error(loc, cat("shape mismatch: captured ", describe(c),
                                     " does not broadcast to the leaves ", shape_str(first.shape),
-                                    ": size ", s.str(), " against ", leaf.str()));
+                                    ": size ", s.brief(), " against ", leaf.brief()));
             }
         }
         captured_dtypes.push_back(t.weak ? (t.dtype == DType::F64 ? DType::F32 : DType::I64) : t.dtype);
@@ -401,8 +442,8 @@ NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc l
     if (auto diff = located_sizes(loc, [&] { return e.shape[d] - o.shape[d]; }).constant();
         diff && *diff != 0 && *diff != 1)
         user_error(loc, cat("interleave needs the first tensor as long as the second or one ",
-                            "longer along dim ", d, ", got ", e.shape[d].str(), " and ",
-                            o.shape[d].str()));
+                            "longer along dim ", d, ", got ", e.shape[d].brief(), " and ",
+                            o.shape[d].brief()));
     Type out = e;
     out.weak = false;
     out.shape[d] = located_sizes(loc, [&] { return e.shape[d] + o.shape[d]; });

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "scanc/error.h"
@@ -134,22 +135,32 @@ struct SizeOps {
         return (a % d != 0 && (a < 0) != (d < 0)) ? q - 1 : q;
     }
 
-    static Size substitute(const Size& s, const std::unordered_map<const Symbol*, Size>& values) {
+    // The walks below visit each term once however often a size nests it (a slice's length
+    // repeats its input's; a chain of them shares terms as a DAG that grows a term a slice, but
+    // as a tree doubles a slice): a memo by term, kept for one call.
+    using SizeMemo = std::unordered_map<const Size::Term*, Size>;
+
+    static Size substitute(const Size& s, const std::unordered_map<const Symbol*, Size>& values,
+                           SizeMemo& memo) {
         Size r(s.constant_);
         for (auto& [t, coeff] : s.terms_) {
-            auto args = [&](std::size_t i) { return substitute(t->args[i], values); };
-            Size v;
-            switch (t->kind) {
-                case TermKind::Symbol: {
-                    auto it = values.find(t->symbol.get());
-                    v = it == values.end() ? from_term(t) : it->second;
-                    break;
+            auto it = memo.find(t.get());
+            if (it == memo.end()) {
+                auto args = [&](std::size_t i) { return substitute(t->args[i], values, memo); };
+                Size v;
+                switch (t->kind) {
+                    case TermKind::Symbol: {
+                        auto found = values.find(t->symbol.get());
+                        v = found == values.end() ? from_term(t) : found->second;
+                        break;
+                    }
+                    case TermKind::Min: v = extremum(TermKind::Min, args(0), args(1)); break;
+                    case TermKind::Max: v = extremum(TermKind::Max, args(0), args(1)); break;
+                    case TermKind::FloorDiv: v = floordiv(args(0), t->divisor); break;
                 }
-                case TermKind::Min: v = extremum(TermKind::Min, args(0), args(1)); break;
-                case TermKind::Max: v = extremum(TermKind::Max, args(0), args(1)); break;
-                case TermKind::FloorDiv: v = floordiv(args(0), t->divisor); break;
+                it = memo.emplace(t.get(), std::move(v)).first;
             }
-            r = add_scaled(r, v, coeff);
+            r = add_scaled(r, it->second, coeff);
         }
         return r;
     }
@@ -173,19 +184,31 @@ struct SizeOps {
         return from_term(t);
     }
 
-    static std::int64_t evaluate_term(const Size::Term& t, const Bindings& b) {
-        switch (t.kind) {
-            case TermKind::Symbol: {
-                auto it = b.find(t.symbol.get());
-                if (it == b.end())
-                    user_error({}, cat("the size `", t.symbol->name, "` is not known for this run"));
-                return it->second;
-            }
-            case TermKind::Min: return std::min(t.args[0].evaluate(b), t.args[1].evaluate(b));
-            case TermKind::Max: return std::max(t.args[0].evaluate(b), t.args[1].evaluate(b));
-            case TermKind::FloorDiv: return floor_div(t.args[0].evaluate(b), t.divisor);
+    using ValueMemo = std::unordered_map<const Size::Term*, std::int64_t>;
+
+    static std::int64_t evaluate(const Size& s, const Bindings& b, ValueMemo& memo) {
+        std::int64_t v = s.constant_;
+        for (auto& [t, coeff] : s.terms_) v = add(v, mul(coeff, evaluate_term(*t, b, memo)));
+        return v;
+    }
+
+    static std::int64_t evaluate_term(const Size::Term& t, const Bindings& b, ValueMemo& memo) {
+        if (t.kind == TermKind::Symbol) {
+            auto it = b.find(t.symbol.get());
+            if (it == b.end())
+                user_error({}, cat("the size `", t.symbol->name, "` is not known for this run"));
+            return it->second;
         }
-        return 0;
+        if (auto it = memo.find(&t); it != memo.end()) return it->second;
+        std::int64_t v = 0;
+        switch (t.kind) {
+            case TermKind::Min: v = std::min(evaluate(t.args[0], b, memo), evaluate(t.args[1], b, memo)); break;
+            case TermKind::Max: v = std::max(evaluate(t.args[0], b, memo), evaluate(t.args[1], b, memo)); break;
+            case TermKind::FloorDiv: v = floor_div(evaluate(t.args[0], b, memo), t.divisor); break;
+            case TermKind::Symbol: break;
+        }
+        memo.emplace(&t, v);
+        return v;
     }
 
     // Interval [lo, hi] of a size with every symbol in [0, bound]. nullopt hi = unbounded.
@@ -290,40 +313,46 @@ struct SizeOps {
         return r;
     }
 
-    static std::string term_str(const Size::Term& t) {
-        switch (t.kind) {
-            case TermKind::Symbol: return t.symbol->name;
-            case TermKind::Min: return cat("min(", t.args[0].str(), ", ", t.args[1].str(), ")");
-            case TermKind::Max: return cat("max(", t.args[0].str(), ", ", t.args[1].str(), ")");
-            case TermKind::FloorDiv: return cat("floordiv(", t.args[0].str(), ", ", t.divisor, ")");
-        }
-        return "?";
-    }
-
-    static std::string str(const Size& s) {
-        std::string out;
+    // Appends s's text to out, stopping once out holds `limit` characters: a size that nests
+    // its terms deeply (a chain of concats of slices) has text exponential in the nesting, and a
+    // message needs only its start.
+    static void write(const Size& s, std::string& out, std::size_t limit) {
+        bool first = true;
         for (auto& [t, coeff] : s.terms_) {
+            if (out.size() >= limit) return;
             std::int64_t mag = coeff < 0 ? -coeff : coeff;
-            if (out.empty())
-                out += coeff < 0 ? "-" : "";
-            else
-                out += coeff < 0 ? " - " : " + ";
-            if (mag != 1) out += cat(mag, "*");
-            out += term_str(*t);
+            out += first ? (coeff < 0 ? "-" : "") : (coeff < 0 ? " - " : " + ");
+            first = false;
+            if (mag != 1) out += std::to_string(mag) + "*";
+            write_term(*t, out, limit);
         }
-        if (out.empty()) return cat(s.constant_);
-        if (s.constant_ > 0) out += cat(" + ", s.constant_);
-        if (s.constant_ < 0) out += cat(" - ", -s.constant_);
-        return out;
+        if (first) out += std::to_string(s.constant_);
+        else if (s.constant_ > 0) out += " + " + std::to_string(s.constant_);
+        else if (s.constant_ < 0) out += " - " + std::to_string(-s.constant_);
     }
 
-    static void collect_symbols(const Size& s, std::vector<SymbolRef>& out) {
+    static void write_term(const Size::Term& t, std::string& out, std::size_t limit) {
+        if (t.kind == TermKind::Symbol) {
+            out += t.symbol->name;
+            return;
+        }
+        out += t.kind == TermKind::Min ? "min(" : t.kind == TermKind::Max ? "max(" : "floordiv(";
+        write(t.args[0], out, limit);
+        out += ", ";
+        if (t.kind == TermKind::FloorDiv) out += std::to_string(t.divisor);
+        else write(t.args[1], out, limit);
+        out += ")";
+    }
+
+    static void collect_symbols(const Size& s, std::vector<SymbolRef>& out,
+                                std::unordered_set<const Size::Term*>& seen) {
         for (auto& [t, coeff] : s.terms_) {
+            if (!seen.insert(t.get()).second) continue;
             if (t->kind == TermKind::Symbol) {
                 if (std::find(out.begin(), out.end(), t->symbol) == out.end())
                     out.push_back(t->symbol);
             }
-            for (auto& a : t->args) collect_symbols(a, out);
+            for (auto& a : t->args) collect_symbols(a, out, seen);
         }
     }
 };
@@ -385,29 +414,41 @@ std::vector<Size::Part> Size::parts() const {
 
 std::vector<SymbolRef> Size::symbols() const {
     std::vector<SymbolRef> out;
-    SizeOps::collect_symbols(*this, out);
+    std::unordered_set<const Term*> seen;
+    SizeOps::collect_symbols(*this, out, seen);
     return out;
 }
 
 bool Size::equals(const Size& other) const { return SizeOps::compare(*this, other) == 0; }
 
 std::int64_t Size::evaluate(const Bindings& bindings) const {
-    std::int64_t v = constant_;
-    for (auto& [t, coeff] : terms_) v = add(v, mul(coeff, SizeOps::evaluate_term(*t, bindings)));
-    return v;
+    SizeOps::ValueMemo memo;
+    return SizeOps::evaluate(*this, bindings, memo);
 }
 
 Size Size::substitute(const std::unordered_map<const Symbol*, Size>& values) const {
-    return SizeOps::substitute(*this, values);
+    SizeOps::SizeMemo memo;
+    return SizeOps::substitute(*this, values, memo);
 }
 
 std::optional<std::int64_t> Size::upper_bound() const { return SizeOps::range_of(*this).hi; }
 
-std::string Size::str() const { return SizeOps::str(*this); }
+std::string Size::str() const {
+    std::string out;
+    SizeOps::write(*this, out, std::string::npos);
+    return out;
+}
+
+std::string Size::brief(std::size_t limit) const {
+    std::string out;
+    SizeOps::write(*this, out, limit);
+    if (out.size() > limit) out.replace(limit, std::string::npos, "...");
+    return out;
+}
 
 std::string shape_str(const Shape& shape) {
     std::string out = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + shape[i].str();
+    for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + shape[i].brief();
     return out + "]";
 }
 

@@ -319,7 +319,7 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     info.where = scan.loc.valid() ? scan.loc.str()
                                   : cat("scan #", report_ ? report_->scans.size() : 0);
     const Size s = inputs[0]->type().shape[d];
-    info.length = s.str();
+    info.length = s.brief();
     auto finish = [&](std::vector<NodeRef> out) {
         if (report_) report_->scans.push_back(info);
         return out;
@@ -363,14 +363,14 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     const bool all_bounded =
         std::all_of(symbols.begin(), symbols.end(), [](const SymbolRef& sym) { return sym->bound.has_value(); });
     if (!bound && all_bounded)
-        user_error(scan.loc, cat("cannot lower this scan: its length along dim ", d, " is `", s.str(),
+        user_error(scan.loc, cat("cannot lower this scan: its length along dim ", d, " is `", s.brief(),
                                  "`, whose largest value at these bounds passes 2^63; give smaller bounds"));
     if (!bound) {
         std::string names;
         for (auto& sym : s.symbols()) names += (names.empty() ? "" : ", ") + sym->name;
         std::string sym = s.symbols().empty() ? "L" : s.symbols()[0]->name;
         user_error(scan.loc, cat("cannot lower this scan: its length along dim ", d, " is `",
-                                 s.str(), "`, which has no upper bound; declare one in the ",
+                                 s.brief(), "`, which has no upper bound; declare one in the ",
                                  "program (", sym, "<=65536) or pass ",
                                  spelled(options_, "bound", sym, 65536), " (",
                                  "unbounded: ", names, ")"));
@@ -381,7 +381,7 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     if (info.algorithm == ScanAlgorithm::WorkEfficient) {
         if (!s.is_constant())
             user_error(scan.loc, cat("work-efficient lowering needs a static length, but the scan ",
-                                     "along dim ", d, " has length `", s.str(),
+                                     "along dim ", d, " has length `", s.brief(),
                                      "`; use --algorithm hillis-steele (or auto), which is ",
                                      "correct for every length up to the bound ", *bound));
         return finish(narrowed(lowering.work_efficient(*bound, info)));

@@ -219,7 +219,7 @@ Size combine_sizes(const Size& a, const Size& b, char op, const Token& at) {
     auto x = a.constant(), y = b.constant();
     if (op == '*' && !x && !y)
         user_error(at.loc, cat("a size can only be multiplied by an integer constant, not `",
-                               a.str(), " * ", b.str(), "`"));
+                               a.brief(), " * ", b.brief(), "`"));
     return located_sizes(at.loc, [&] {
         if (op == '+') return a + b;
         if (op == '-') return a - b;

@@ -340,3 +340,42 @@ def test_a_fortieth_difference_checks_runs_and_lowers_like_numpy_diff(tmp_path, 
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(out), np.diff(x, n=40, axis=1))
     assert scanc("lower", path, "--bound", "T=64", "-o", tmp_path / "low.scan", timeout=60).returncode == 0
+
+
+# Chains of 30 slices of one kind; (scan text, NumPy slice of a row). Each bound names a size in
+# its own way: constants, negative constants, the symbol K, a step; the last concatenates two
+# slices of the last link, so its length nests twice a link.
+SLICE_CHAINS = {
+    "trim both ends": ("slice({x}, 1, 1, -1)", lambda r, k: r[1:-1]),
+    "drop K": ("slice({x}, 1, K, T)", lambda r, k: r[k:]),
+    "keep the first K but one": ("slice({x}, 1, 1, K)", lambda r, k: r[1:k]),
+    "every other": ("slice({x}, 1, 1, T, 2)", lambda r, k: r[1::2]),
+    "counted from the end": ("slice({x}, 1, -40, -1)", lambda r, k: r[-40:-1]),
+    "rotated by one": ("concat(1, slice({x}, 1, 1, -1), slice({x}, 1, 0, 1))",
+                       lambda r, k: np.concatenate([r[1:-1], r[:1]])),
+}
+
+
+@pytest.mark.parametrize("chain", SLICE_CHAINS)
+def test_thirty_chained_slices_check_run_and_lower_at_once_like_numpy(tmp_path, chain):
+    # Their lengths once named the last link's twice a link: 30 links never finished.
+    link, numpy_slice = SLICE_CHAINS[chain]
+    body = "".join(f"  t{i + 1} = {link.format(x=f't{i}')}\n" for i in range(30))
+    path = tmp_path / "chain.scan"
+    path.write_text("combine add(a | b) {\n  return a + b\n}\n"
+                    f"program p(t0: i64[N, T], k: i64[K]) {{\n{body}  y = scan add(t30) dim=1\n  return y\n}}\n")
+    check = scanc("check", path, timeout=30)
+    assert check.returncode == 0 and len(check.stdout) < 2000, check.stdout[:2000] + check.stderr
+    rng = np.random.default_rng(1)
+    x, k = rng.integers(-5, 5, (N, 200), dtype=np.int64), np.zeros(3, dtype=np.int64)
+    expected = x
+    for _ in range(30):
+        expected = np.stack([numpy_slice(row, len(k)) for row in expected])
+    out = tmp_path / "y.npy"
+    proc = scanc("run", path, "--backend", "reference", *save_inputs(tmp_path, {"t0": x, "k": k}), "--output", out,
+                 timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(out), np.cumsum(expected, axis=1))
+    lowered = scanc("lower", path, "--bound", "T=256", "--bound", "K=8", "--emit", "onnx", "-o", tmp_path / "y.onnx",
+                    timeout=30)
+    assert lowered.returncode == 0, lowered.stderr

@@ -134,5 +134,82 @@ TEST(SliceLength, ChainsOfShiftsKeepOneTermAndTheirValue) {
     }
 }
 
+// Python's slice length for a concrete n: a negative constant bound counts from the end, any
+// other bound clamps to [0, n].
+std::int64_t python_slice_length(std::int64_t n, std::int64_t start, bool start_constant, std::int64_t stop,
+                                 bool stop_constant, std::int64_t step) {
+    auto position = [&](std::int64_t v, bool constant) {
+        if (constant && v < 0) return std::max<std::int64_t>(n + v, 0);
+        return std::clamp<std::int64_t>(v, 0, n);
+    };
+    const std::int64_t a = position(start, start_constant), b = position(stop, stop_constant);
+    return b > a ? (b - a + step - 1) / step : 0;
+}
+
+// Chains of 60 slices of one kind, each bound a constant, a symbol or an expression: every
+// length agrees with Python's at sizes around the bounds, and its text grows by a few terms a
+// slice (clamping both bounds to [0, n] named n twice a slice, so that 30 links took minutes).
+TEST(SliceLength, ChainsOfEveryKindOfBoundKeepTheirValueAndGrowLinearly) {
+    SymbolRef t = Symbol::make("T"), k = Symbol::make("K");
+    const Size T = Size::symbol(t), K = Size::symbol(k);
+    struct Link {
+        const char* name;
+        Size start, stop;
+        std::int64_t step;
+    };
+    const std::vector<Link> links = {
+        {"x[1:-1]", 1, -1, 1},        {"x[K:T]", K, T, 1},     {"x[1:K]", 1, K, 1},
+        {"x[K:K + 7]", K, K + 7, 1}, {"x[1:T:2]", 1, T, 2},  {"x[K:T:3]", K, T, 3},
+        {"x[-5:-1]", -5, -1, 1},      {"x[-3:K]", -3, K, 1},   {"x[K - 2:T]", K - 2, T, 1},
+        {"x[2:-3:2]", 2, -3, 2},
+    };
+    for (const Link& link : links) {
+        Size n = T;
+        for (int depth = 1; depth <= 60; ++depth) {
+            const Size previous = n;
+            n = slice_length(n, link.start, link.stop, link.step);
+            ASSERT_LT(n.str().size(), 40u * depth + 40) << link.name << " x " << depth << ": " << n.str();
+            for (std::int64_t tv : {0, 1, 2, 7, 31, 64, 65, 127, 1000})
+                for (std::int64_t kv : {0, 1, 3, 5}) {
+                    const Bindings b{{t.get(), tv}, {k.get(), kv}};
+                    const std::int64_t expected = python_slice_length(
+                        previous.evaluate(b), link.start.evaluate(b), link.start.is_constant(),
+                        link.stop.evaluate(b), link.stop.is_constant(), link.step);
+                    ASSERT_EQ(n.evaluate(b), expected)
+                        << link.name << " x " << depth << " at T = " << tv << ", K = " << kv << ": " << n.str();
+                }
+        }
+    }
+}
+
+TEST(SliceLength, ChainsThatTrimBothEndsCollapseToOneClamp) {
+    SymbolRef t = Symbol::make("T"), k = Symbol::make("K");
+    Size trimmed = Size::symbol(t), dropped = Size::symbol(t);
+    for (int depth = 0; depth < 30; ++depth) {
+        trimmed = slice_length(trimmed, 1, -1, 1);                            // x[1:-1]
+        dropped = slice_length(dropped, Size::symbol(k), Size::symbol(t), 1);  // x[K:T]
+    }
+    EXPECT_EQ(trimmed.str(), "max(T - 60, 0)");
+    EXPECT_EQ(dropped.str(), "T - min(T, 30*K)");
+}
+
+// A size nested 40 deep (concats of slices of the last: its text doubles a link) evaluates at
+// once, and its brief text for messages is cut short.
+TEST(Size, DeeplyNestedSizesEvaluateOnceATermAndPrintBriefly) {
+    SymbolRef t = Symbol::make("T");
+    Size n = Size::symbol(t);
+    std::int64_t expected = 100;
+    for (int depth = 0; depth < 40; ++depth) {
+        n = slice_length(n, 1, -1, 1) + slice_length(n, 0, 1, 1);  // concat(x[1:-1], x[:1])
+        expected = std::max<std::int64_t>(expected - 2, 0) + std::min<std::int64_t>(expected, 1);
+    }
+    EXPECT_EQ(n.evaluate({{t.get(), 100}}), expected);
+    EXPECT_EQ(n.substitute({{t.get(), Size(100)}}).constant(), expected);
+    EXPECT_EQ(n.symbols().size(), 1u);
+    const std::string brief = n.brief();
+    EXPECT_LE(brief.size(), 243u);
+    EXPECT_EQ(brief.substr(brief.size() - 3), "...");
+}
+
 }  // namespace
 }  // namespace scanc

@@ -28,7 +28,7 @@ std::string dot_label(const Node& n) {
     }
     if (n.op == Op::Slice) {
         const auto& a = n.as<SliceAttr>();
-        op = cat("slice d", a.dim, " [", a.start.str(), ":", a.stop.str(),
+        op = cat("slice d", a.dim, " [", a.start.brief(), ":", a.stop.brief(),
                  a.step != 1 ? cat(":", a.step) : "", "]");
     }
     if (n.op == Op::Cast) op = cat(dtype_name(n.as<CastAttr>().to));

@@ -83,6 +83,9 @@ public:
     std::optional<std::int64_t> upper_bound() const;
 
     std::string str() const;
+    // str() cut to about `limit` characters ("..." where cut), for messages: a size nested
+    // deeply enough has text too long to print whole.
+    std::string brief(std::size_t limit = 240) const;
 
     // The canonical form part by part, for emitters that compute a size at run time (the ONNX
     // export): the size is constant_term() plus each part's coefficient times its value.
@@ -110,7 +113,7 @@ inline std::ostream& operator<<(std::ostream& out, const Size& s) { return out <
 
 using Shape = std::vector<Size>;
 
-std::string shape_str(const Shape& shape);  // "[B, L, 4]"
+std::string shape_str(const Shape& shape);  // "[B, L, 4]", each size brief() (for messages)
 bool shapes_equal(const Shape& a, const Shape& b);
 // The sizes for these bindings; CompileError if the tensor would have more than kMaxElements.
 std::vector<std::int64_t> evaluate_shape(const Shape& shape, const Bindings& bindings);
