@@ -126,8 +126,8 @@ bool provably_nonnegative(const Size& k) { return Size::max(k, 0).equals(k); }
 // n - min(k, n), k >= 0: the length of x[k:] and of x[:-k] for x of length n. Where n is itself
 // m - min(j, m) (x a slice of that form), it is m - min(j + k, m), the same value: a chain of
 // such slices keeps one term, where nesting would repeat n twice a slice (2^depth terms). k and
-// j may be symbolic (x[K:][K:] is T - min(2*K, T)).
-Size drop(const Size& n, const Size& k) {
+// j may be symbolic (x[K:][K:] is T - min(2*K, T)). nullopt where n has no such form.
+std::optional<Size> collapsed_drop(const Size& n, const Size& k) {
     for (const Size::Part& part : n.parts()) {
         if (part.kind != Size::Part::Kind::Min || part.coefficient != -1) continue;
         for (int a = 0; a < 2; ++a) {
@@ -136,15 +136,27 @@ Size drop(const Size& n, const Size& k) {
             if (!provably_nonnegative(j) || !(n + Size::min(j, m)).equals(m)) continue;
             try {
                 return m - Size::min(j + k, m);
-            } catch (const SizeOverflow&) {  // j + k past int64: the nested form below
+            } catch (const SizeOverflow&) {  // j + k past int64: the nested form
             }
         }
     }
+    return std::nullopt;
+}
+
+Size drop(const Size& n, const Size& k) {
+    if (auto collapsed = collapsed_drop(n, k)) return *collapsed;
     return n - Size::min(k, n);
 }
 
+// No min, max or floordiv: a sum of symbols and a constant.
+bool linear(const Size& n) {
+    const auto parts = n.parts();
+    return std::all_of(parts.begin(), parts.end(),
+                       [](const Size::Part& p) { return p.kind == Size::Part::Kind::Symbol; });
+}
+
 // max(v, 0). Where v is max(a, 0) + r with r <= 0 (a slice of a clamped length), it is
-// max(a + r, 0), the same value one max shallower: x[1:-1][1:-1] is max(T - 4, 0).
+// max(a + r, 0), the same value one max shallower.
 Size clamp0(const Size& v) {
     for (const Size::Part& part : v.parts()) {
         if (part.kind != Size::Part::Kind::Max || part.coefficient != 1) continue;
@@ -160,9 +172,11 @@ Size clamp0(const Size& v) {
 
 }  // namespace
 
-// Each length names n at most once outside drop's and x[-k:]'s forms, so that a chain of slices
-// grows its length by a term a slice: naming n twice (as the clamps of both bounds to [0, n]
-// would) doubles the expression a slice, and a chain of 30 took minutes to run.
+// The common slices take drop's form, so that equal lengths compare equal: x[k:] and x[:-k] are
+// n - min(k, n) (lowered scans combine the two, and concat x[:k] back on: min(k, n) cancels),
+// and x[1:-1], x[2:] and x[:-2] all n - min(2, n). Elsewhere a length names its input's length
+// once (clamp0): naming it twice a slice doubles the expression a slice, and a chain of 30 slices
+// took minutes.
 Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64_t step) {
     constexpr std::int64_t kMost = std::numeric_limits<std::int64_t>::max();
     // A negative constant counts from the end: its k = -c (-2^63 has no negation; n < 2^63
@@ -173,26 +187,32 @@ Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64
         return std::nullopt;
     };
     const std::optional<Size> start_back = from_end(start), stop_back = from_end(stop);
-    // The stop as a position in [0, n]. x[:-k] takes drop's form n - min(k, n), the length of
-    // x[k:] too (lowered scans combine the two, so they must be provably equal).
-    Size e = Size::max(Size::min(stop, n), 0);
-    if (stop_back) {
-        e = drop(n, *stop_back);
-        if (start.constant() != 0 || step != 1) {
-            try {
-                e = clamp0(n - *stop_back);  // the same value, naming n once
-            } catch (const SizeOverflow&) {
-            }
+    // x less its first k: drop's form where it collapses or names a sum of symbols twice, else
+    // max(x - k, 0).
+    auto less = [](const Size& x, const Size& k) {
+        if (auto collapsed = collapsed_drop(x, k)) return *collapsed;
+        return linear(x) ? x - Size::min(k, x) : clamp0(x - k);
+    };
+    // The stop as a position in [0, n]; n - k for a stop of n less some k >= 0 (x[:T - K] is
+    // as long as x[K:]).
+    auto position = [&]() {
+        if (stop_back) return less(n, *stop_back);
+        try {
+            if (const Size k = n - stop; provably_nonnegative(k)) return drop(n, k);
+        } catch (const SizeOverflow&) {
         }
-    }
-    if (start.constant() == 0 && step == 1) return e;                                      // x[:e]
+        return Size::max(Size::min(stop, n), 0);
+    };
+    if (step == 1 && stop_back && start.constant() == 0) return drop(n, *stop_back);  // x[:-k]
+    if (step == 1 && provably_nonnegative(start) && Size::max(Size::min(stop, n), 0).equals(n))
+        return drop(n, start);  // x[k:]
     if (start_back && stop_back)  // x[-j:-k]: min(j, n) - k, clamped at 0, names n once
         return clamp0(Size::ceildiv(Size::min(*start_back, n) - *stop_back, step));
+    const Size e = position();
     if (start_back) return Size::max(Size::ceildiv(e - drop(n, *start_back), step), 0);  // x[-k:...]
-    if (step == 1 && provably_nonnegative(start) && e.equals(n)) return drop(n, start);     // x[k:]
-    // A start past the stop gives nothing whether or not it is clamped to n, so it is clamped
-    // only at 0 and n appears once, in e.
-    return clamp0(Size::ceildiv(e - Size::max(start, 0), step));
+    // The start clamped at 0 only: a start past the stop gives nothing either way.
+    const Size len = less(e, Size::max(start, 0));
+    return step == 1 ? len : Size::ceildiv(len, step);
 }
 
 NodeRef make_param(ParamRole role, int index, std::string name, std::optional<Type> type,

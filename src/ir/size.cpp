@@ -24,6 +24,17 @@ namespace {
 
 int compare_sizes(const Size& a, const Size& b);
 
+struct PairHash {
+    std::size_t operator()(const std::pair<const void*, const void*>& p) const {
+        return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+    }
+};
+// Orders of the pairs of terms compared during one outermost compare_terms: two equal sizes
+// built apart share few terms, and a nested pair compared anew at each occurrence takes time
+// exponential in the nesting.
+using CompareMemo = std::unordered_map<std::pair<const void*, const void*>, int, PairHash>;
+thread_local CompareMemo* compare_memo = nullptr;
+
 int compare_terms(const Size::Term& a, const Size::Term& b) {
     if (&a == &b) return 0;  // one shared term (sizes share their subterms)
     if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
@@ -33,9 +44,20 @@ int compare_terms(const Size::Term& a, const Size::Term& b) {
     }
     if (a.divisor != b.divisor) return a.divisor < b.divisor ? -1 : 1;
     if (a.args.size() != b.args.size()) return a.args.size() < b.args.size() ? -1 : 1;
-    for (std::size_t i = 0; i < a.args.size(); ++i)
-        if (int c = compare_sizes(a.args[i], b.args[i])) return c;
-    return 0;
+    if (!compare_memo) {  // the outermost call: the memo lives as long as it does
+        CompareMemo memo;
+        compare_memo = &memo;
+        struct Reset {
+            ~Reset() { compare_memo = nullptr; }
+        } reset;
+        return compare_terms(a, b);
+    }
+    const std::pair<const void*, const void*> key{&a, &b};
+    if (auto it = compare_memo->find(key); it != compare_memo->end()) return it->second;
+    int c = 0;
+    for (std::size_t i = 0; i < a.args.size() && c == 0; ++i) c = compare_sizes(a.args[i], b.args[i]);
+    compare_memo->emplace(key, c);
+    return c;
 }
 
 std::atomic<std::uint64_t> next_symbol_id{1};
@@ -275,12 +297,20 @@ struct SizeOps {
     }
 
     static Range range_of(const Size& s, int depth = 1) {
-        if (!range_memo) {  // the outermost call: the memo lives as long as it does
+        if (!range_memo) {  // the outermost call: the memos live as long as it does
             RangeMemo memo;
             range_memo = &memo;
+            // The sums below only regroup s's terms (no term is made or freed), so the orders
+            // of pairs of them hold throughout.
+            std::optional<CompareMemo> orders;
+            if (!compare_memo) compare_memo = &orders.emplace();
             struct Reset {
-                ~Reset() { range_memo = nullptr; }
-            } reset;
+                bool own_orders;
+                ~Reset() {
+                    range_memo = nullptr;
+                    if (own_orders) compare_memo = nullptr;
+                }
+            } reset{orders.has_value()};
             return range_of(s, depth);
         }
         Range r{s.constant_, s.constant_};

@@ -182,14 +182,14 @@ TEST(SliceLength, ChainsOfEveryKindOfBoundKeepTheirValueAndGrowLinearly) {
     }
 }
 
-TEST(SliceLength, ChainsThatTrimBothEndsCollapseToOneClamp) {
+TEST(SliceLength, ChainsThatTrimBothEndsKeepOneTerm) {
     SymbolRef t = Symbol::make("T"), k = Symbol::make("K");
     Size trimmed = Size::symbol(t), dropped = Size::symbol(t);
     for (int depth = 0; depth < 30; ++depth) {
         trimmed = slice_length(trimmed, 1, -1, 1);                            // x[1:-1]
         dropped = slice_length(dropped, Size::symbol(k), Size::symbol(t), 1);  // x[K:T]
     }
-    EXPECT_EQ(trimmed.str(), "max(T - 60, 0)");
+    EXPECT_EQ(trimmed.str(), "T - min(T, 60)");
     EXPECT_EQ(dropped.str(), "T - min(T, 30*K)");
 }
 
@@ -209,6 +209,27 @@ TEST(Size, DeeplyNestedSizesEvaluateOnceATermAndPrintBriefly) {
     const std::string brief = n.brief();
     EXPECT_LE(brief.size(), 243u);
     EXPECT_EQ(brief.substr(brief.size() - 3), "...");
+}
+
+// Slices that name the same elements in different ways are provably as long (what a difference
+// or a central difference adds up), on a symbol and on a slice of one.
+TEST(SliceLength, SlicesOfTheSameElementsAreProvablyEquallyLong) {
+    SymbolRef t = Symbol::make("T"), k = Symbol::make("K");
+    const Size T = Size::symbol(t), K = Size::symbol(k);
+    for (const Size& n : {T, slice_length(T, K, T, 1), slice_length(T, 3, -2, 1)}) {
+        auto expect_same = [&](Size s1, Size e1, std::int64_t step1, Size s2, Size e2, std::int64_t step2) {
+            const Size a = slice_length(n, s1, e1, step1), b = slice_length(n, s2, e2, step2);
+            EXPECT_TRUE(a.equals(b)) << "n = " << n.str() << ": " << a.str() << " against " << b.str();
+        };
+        expect_same(1, -1, 1, 2, n, 1);          // x[1:-1], x[2:]
+        expect_same(1, -1, 1, 0, -2, 1);         // x[1:-1], x[:-2]
+        expect_same(0, -1, 2, 1, n, 2);          // x[:-1:2], x[1::2]
+        expect_same(0, -1000, 1, Size(0) - K, -1000, 1);  // a symbolic start clamps at 0
+        expect_same(4, -1, 1, 0, -5, 1);         // x[4:-1], x[:-5]
+        expect_same(Size(0) - K, -1, 1, 0, -1, 1);        // x[-K:-1], x[:-1]
+        expect_same(K, n, 1, 0, n - K, 1);       // x[K:], x[:n - K]
+        expect_same(0, n - 1, 1, 0, -1, 1);      // x[:n - 1], x[:-1]
+    }
 }
 
 }  // namespace
