@@ -379,3 +379,35 @@ def test_thirty_chained_slices_check_run_and_lower_at_once_like_numpy(tmp_path, 
     lowered = scanc("lower", path, "--bound", "T=256", "--bound", "K=8", "--emit", "onnx", "-o", tmp_path / "y.onnx",
                     timeout=30)
     assert lowered.returncode == 0, lowered.stderr
+
+
+def write_scan_of_integers_from_floats(tmp_path):
+    # A running sum cast to integers and compared with 0: where the CPU backend's reassociated
+    # sum and the reference's straddle an integer or 0, the two results differ by one.
+    path = tmp_path / "from_floats.scan"
+    path.write_text("combine add(a | b) {\n  return a + b\n}\n"
+                    "program p(x: f32[N, T]) {\n  y = scan add(x) dim=1\n  return i32(y * 1000.0), y > 0.0\n}\n")
+    return path
+
+
+def test_bench_checks_integers_computed_from_floats_from_this_backends_floats(tmp_path):
+    path = write_scan_of_integers_from_floats(tmp_path)
+    args = ("bench", path, "--random", "N=4,T=100000", "--backend", "cpu", "--threads", "2", "--seconds", "0.05")
+    proc = scanc(*args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "computed from this backend's floats" in proc.stdout and "round or compare the other way" in proc.stdout
+    cast, compared = json.loads(scanc(*args, "--json").stdout)["checks"]
+    assert cast["oracle"] == "reference from this backend's floats" and cast["mismatches"] == 0
+    assert cast["reference_mismatches"] > 0  # the direct comparison this check replaces fails
+    assert compared["mismatches"] == 0
+
+
+def test_bench_still_fails_integers_whose_floats_are_out_of_tolerance(tmp_path):
+    # Sums near the f32 maximum overflow at other elements than the reference's: the floats the
+    # integers come from differ by inf, so nothing explains the integers' differences.
+    path = write_scan_of_integers_from_floats(tmp_path)
+    proc = scanc("bench", path, "--random", "N=1,T=100000", "--range", "x=-3e38:3e38", "--backend", "cpu",
+                 "--threads", "2", "--seconds", "0.05", "--json")
+    assert proc.returncode == 1
+    cast = json.loads(proc.stdout)["checks"][0]
+    assert cast["oracle"] == "reference" and cast["mismatches"] > 0

@@ -97,6 +97,14 @@ struct Comparison {
 };
 Comparison compare(const TensorView& got, const TensorView& want);
 
+// A non-float result split where it leaves the floats it is computed from (float_split.cpp):
+// `floats` returns those values, `rest` computes the result from the program's params followed
+// by them. nullopt for a float result, or one computed from no float value.
+struct FloatSplit {
+    ProgramRef floats, rest;
+};
+std::optional<FloatSplit> split_at_floats(const Program& program, std::size_t result);
+
 // Writes `text` to the file `path` (CompileError when it cannot be written in full).
 void write_file(const std::string& path, const std::string& text);
 
