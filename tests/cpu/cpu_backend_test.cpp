@@ -1,6 +1,8 @@
 // Targeted CPU backend tests: awkward sizes per execution mode, ordered mode, determinism,
 // thread counts, fusion, integer semantics, data movement and errors.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <limits>
@@ -137,6 +139,28 @@ TEST(CpuBackend, RunsAreBitIdenticalForAGivenThreadCount) {
             for (int r = 0; r < 2; ++r) EXPECT_EQ(compare(first[r], again[r], true, 0), "");
         }
     }
+}
+
+// A forked child (a DataLoader worker, a multiprocessing pool) runs on threads of its own: it
+// inherits the parent's pool but none of its workers, and waited for them forever.
+TEST(CpuBackend, AForkedChildRunsOnThreadsOfItsOwn) {
+    std::mt19937_64 rng(6);
+    Inputs in;
+    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
+    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
+    ProgramRef p = scan_program(affine_combine(), DType::F32, 1, 0);
+    const auto parent = run_cpu(p, in, 2);  // the pool's workers start in the parent
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        alarm(60);  // a child that waits forever is killed by SIGALRM, which fails the test
+        const auto again = run_cpu(p, in, 2);
+        _exit(compare(parent[0], again[0], true, 0).empty() && compare(parent[1], again[1], true, 0).empty() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's results differ from the parent's";
 }
 
 TEST(CpuBackend, ThreadCountIsSettableAndDefaultsToAtLeastOne) {

@@ -221,3 +221,21 @@ def test_runs_from_several_threads_at_once_all_give_correct_results():
         ys = list(pool.map(lambda x: MOD.run("add_f64_1", x, backend="reference")[0], xs))
     for x, y in zip(xs, ys):
         np.testing.assert_array_equal(y, expected_sum("f64", x, 1))
+
+
+def _sum_on_two_threads(x):
+    return MOD.run("add_f64_1", x, backend="cpu", num_threads=2)[0]
+
+
+def test_a_forked_worker_runs_on_threads_of_its_own_after_the_parent_ran_on_several():
+    # A worker forked from a process whose runs used the CPU backend's threads (a
+    # multiprocessing pool) inherited a pool without its workers, and waited for them forever.
+    # (NumPy only: torch's own OpenMP threads do not survive a fork either.)
+    import multiprocessing
+
+    x = RNG.standard_normal((4, 400_000))
+    in_parent = _sum_on_two_threads(x)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        in_child = pool.apply_async(_sum_on_two_threads, (x,)).get(timeout=60)
+    np.testing.assert_array_equal(in_child, in_parent)
+    np.testing.assert_allclose(in_child, np.cumsum(x, axis=1), rtol=1e-12, atol=1e-9)

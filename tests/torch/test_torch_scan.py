@@ -285,3 +285,4 @@ def test_numpy_scalars_in_a_combine_are_numbers_like_python_ones():
     x = randn(3, 9, dtype=torch.float64)
     y = st.associative_scan(lambda a, b: np.float64(0.5) * (a + b) + (a + b) * np.float32(0.5), x, 1)
     torch.testing.assert_close(y, x.cumsum(1))
+

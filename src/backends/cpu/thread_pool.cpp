@@ -1,5 +1,7 @@
 #include "thread_pool.h"
 
+#include <pthread.h>
+
 #include <exception>
 
 namespace scanc::cpu {
@@ -18,31 +20,36 @@ template <class F> bool spin_until(F done) {
     }
 }
 
+// The process's pool. A forked child inherits the parent's pool but none of its threads (and
+// perhaps a mutex that another thread held at the fork), so a run there would wait forever for
+// workers that do not exist (a DataLoader worker, a multiprocessing pool): the child starts a
+// pool of its own in pthread_atfork's child handler, where it runs alone (glibc's malloc works
+// there). Pools are never destroyed, so no process joins threads it does not have; idle workers
+// sleep on their pool's condition variable until the process exits.
+std::atomic<ThreadPool*> current_pool{nullptr};
+
+void start_a_pool_in_the_child() { current_pool.store(new ThreadPool, std::memory_order_release); }
+
 }  // namespace
 
 ThreadPool& ThreadPool::instance() {
-    static ThreadPool pool;
-    return pool;
-}
-
-ThreadPool::~ThreadPool() {
-    {
-        std::lock_guard lock(mutex_);
-        stop_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
+    static const bool started = [] {
+        current_pool.store(new ThreadPool, std::memory_order_release);
+        pthread_atfork(nullptr, nullptr, start_a_pool_in_the_child);
+        return true;
+    }();
+    (void)started;
+    return *current_pool.load(std::memory_order_acquire);
 }
 
 void ThreadPool::worker(int index) {
     long seen = 0;
     for (;;) {
         const std::function<void(int)>* job;
-        spin_until([&] { return stop_ || generation_.load() != seen; });
+        spin_until([&] { return generation_.load() != seen; });
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
+            wake_.wait(lock, [&] { return generation_ != seen; });
             seen = generation_;
             if (index + 1 >= job_tasks_) continue;  // not needed for this run
             job = job_;

@@ -2,7 +2,8 @@
 // its own thread (the caller is task 0), and returns when all are done; the tasks may wait on a
 // Barrier of n. Runs are serialized: one program runs on the pool at a time, so a process never
 // has more busy scanc threads than the largest thread count asked for (no oversubscription).
-// Threads are created lazily. Between runs they spin for at most kSpin, then sleep on a condition
+// Threads are created lazily and live as long as the process (a forked child gets a new pool:
+// thread_pool.cpp). Between runs they spin for at most kSpin, then sleep on a condition
 // variable; the caller spins as long for the tasks to finish. On a VM, waking a sleeping thread
 // takes tens of microseconds (an interrupt to a halted vCPU), more than a small scan runs.
 #pragma once
@@ -22,7 +23,6 @@ public:
     static constexpr std::chrono::microseconds kSpin{50};
 
     static ThreadPool& instance();
-    ~ThreadPool();
 
     void run(int num_tasks, const std::function<void(int task)>& fn);
 
@@ -38,7 +38,6 @@ private:
     // Written under mutex_ (but pending_'s decrements), read by spinning threads without it.
     std::atomic<long> generation_ = 0;
     std::atomic<int> pending_ = 0;
-    std::atomic<bool> stop_ = false;
 };
 
 }  // namespace scanc::cpu
