@@ -126,11 +126,16 @@ TEST(CpuBackend, OrderedFloatSumIsBitwiseEqualToTheReference) {
     }
 }
 
-TEST(CpuBackend, RunsAreBitIdenticalForAGivenThreadCount) {
-    std::mt19937_64 rng(5);
+// An f32 affine scan of 2^20 steps: (a, b) for it, long enough to be split across threads.
+Inputs affine_steps(std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
     Inputs in;
-    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
-    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
+    for (int leaf = 0; leaf < 2; ++leaf) in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
+    return in;
+}
+
+TEST(CpuBackend, RunsAreBitIdenticalForAGivenThreadCount) {
+    const Inputs in = affine_steps(5);
     ProgramRef p = scan_program(affine_combine(), DType::F32, 1, 0);
     for (int threads : {1, 2, 3}) {
         auto first = run_cpu(p, in, threads);
@@ -144,10 +149,7 @@ TEST(CpuBackend, RunsAreBitIdenticalForAGivenThreadCount) {
 // A forked child (a DataLoader worker, a multiprocessing pool) runs on threads of its own: it
 // inherits the parent's pool but none of its workers, and waited for them forever.
 TEST(CpuBackend, AForkedChildRunsOnThreadsOfItsOwn) {
-    std::mt19937_64 rng(6);
-    Inputs in;
-    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
-    in.add(DType::F32, {1 << 20}, Values::Unit, Layout::Contiguous, rng);
+    const Inputs in = affine_steps(6);
     ProgramRef p = scan_program(affine_combine(), DType::F32, 1, 0);
     const auto parent = run_cpu(p, in, 2);  // the pool's workers start in the parent
     const pid_t child = fork();
