@@ -198,7 +198,7 @@ Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64
     auto position = [&]() {
         if (stop_back) return less(n, *stop_back);
         try {
-            if (const Size k = n - stop; provably_nonnegative(k)) return drop(n, k);
+            if (const Size k = n - stop; provably_nonnegative(k)) return less(n, k);
         } catch (const SizeOverflow&) {
         }
         return Size::max(Size::min(stop, n), 0);
