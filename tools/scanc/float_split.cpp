@@ -24,7 +24,7 @@ bool computed_float(const Node& n) {
 
 std::optional<FloatSplit> split_at_floats(const Program& program, std::size_t result) {
     const NodeRef& root = program.results.at(result);
-    if (is_float(root->type().dtype) || computed_float(*root)) return std::nullopt;
+    if (is_float(root->type().dtype)) return std::nullopt;
     // The nodes between the params (or the floats) and the result, inputs before users.
     std::vector<NodeRef> floats, order;
     std::unordered_set<const Node*> seen;
