@@ -193,6 +193,7 @@ Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64
         if (auto collapsed = collapsed_drop(x, k)) return *collapsed;
         return linear(x) ? x - Size::min(k, x) : clamp0(x - k);
     };
+    const Size clamped_stop = Size::max(Size::min(stop, n), 0);
     // The stop as a position in [0, n]; n - k for a stop of n less some k >= 0 (x[:T - K] is
     // as long as x[K:]).
     auto position = [&]() {
@@ -201,11 +202,10 @@ Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64
             if (const Size k = n - stop; provably_nonnegative(k)) return less(n, k);
         } catch (const SizeOverflow&) {
         }
-        return Size::max(Size::min(stop, n), 0);
+        return clamped_stop;
     };
     if (step == 1 && stop_back && start.constant() == 0) return drop(n, *stop_back);  // x[:-k]
-    if (step == 1 && provably_nonnegative(start) && Size::max(Size::min(stop, n), 0).equals(n))
-        return drop(n, start);  // x[k:]
+    if (step == 1 && provably_nonnegative(start) && clamped_stop.equals(n)) return drop(n, start);  // x[k:]
     if (start_back && stop_back)  // x[-j:-k]: min(j, n) - k, clamped at 0, names n once
         return clamp0(Size::ceildiv(Size::min(*start_back, n) - *stop_back, step));
     const Size e = position();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -24,6 +25,24 @@ namespace {
 
 int compare_sizes(const Size& a, const Size& b);
 
+// Points `slot` at a memo of its own while it lives, unless an outer call already did: a walk's
+// memo lives as long as its outermost call.
+template <class Memo> class OutermostMemo {
+public:
+    explicit OutermostMemo(Memo*& slot) : slot_(slot) {
+        if (!slot_) slot_ = &memo_.emplace();
+    }
+    ~OutermostMemo() {
+        if (memo_) slot_ = nullptr;
+    }
+    OutermostMemo(const OutermostMemo&) = delete;
+    OutermostMemo& operator=(const OutermostMemo&) = delete;
+
+private:
+    Memo*& slot_;
+    std::optional<Memo> memo_;
+};
+
 struct PairHash {
     std::size_t operator()(const std::pair<const void*, const void*>& p) const {
         return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
@@ -44,14 +63,7 @@ int compare_terms(const Size::Term& a, const Size::Term& b) {
     }
     if (a.divisor != b.divisor) return a.divisor < b.divisor ? -1 : 1;
     if (a.args.size() != b.args.size()) return a.args.size() < b.args.size() ? -1 : 1;
-    if (!compare_memo) {  // the outermost call: the memo lives as long as it does
-        CompareMemo memo;
-        compare_memo = &memo;
-        struct Reset {
-            ~Reset() { compare_memo = nullptr; }
-        } reset;
-        return compare_terms(a, b);
-    }
+    OutermostMemo<CompareMemo> orders(compare_memo);
     const std::pair<const void*, const void*> key{&a, &b};
     if (auto it = compare_memo->find(key); it != compare_memo->end()) return it->second;
     int c = 0;
@@ -297,22 +309,10 @@ struct SizeOps {
     }
 
     static Range range_of(const Size& s, int depth = 1) {
-        if (!range_memo) {  // the outermost call: the memos live as long as it does
-            RangeMemo memo;
-            range_memo = &memo;
-            // The sums below only regroup s's terms (no term is made or freed), so the orders
-            // of pairs of them hold throughout.
-            std::optional<CompareMemo> orders;
-            if (!compare_memo) compare_memo = &orders.emplace();
-            struct Reset {
-                bool own_orders;
-                ~Reset() {
-                    range_memo = nullptr;
-                    if (own_orders) compare_memo = nullptr;
-                }
-            } reset{orders.has_value()};
-            return range_of(s, depth);
-        }
+        // The sums below only regroup s's terms (no term is made or freed), so the orders of
+        // pairs of them hold throughout the outermost call.
+        OutermostMemo<RangeMemo> ranges(range_memo);
+        OutermostMemo<CompareMemo> orders(compare_memo);
         Range r{s.constant_, s.constant_};
         for (auto& [t, coeff] : s.terms_) {
             Range tr = scale(memo_range_of_term(t), coeff);

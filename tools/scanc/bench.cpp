@@ -90,17 +90,9 @@ std::string gbps(double bytes, double s) {
     return buf;
 }
 
-// Results within tolerance of `want`'s, or of the reference's with f64 carries.
-bool within_tolerance(const ProgramRef& program, std::span<const TensorView> inputs,
-                      const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
-    std::vector<Tensor> wide;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        if (compare(got[i], want[i]).mismatches == 0) continue;
-        if (wide.empty()) wide = ReferenceBackend(/*f64_carries=*/true).compile(program)->run(inputs);
-        if (compare(got[i], wide[i]).mismatches) return false;
-    }
-    return true;
-}
+std::vector<Check> check_against_reference(const ProgramRef& program, const std::string& backend,
+                                           const RunOptions& options, std::span<const TensorView> inputs,
+                                           const std::vector<Tensor>& results);
 
 // A result of integers or bools that differs from the reference's passes as computed from this
 // backend's floats when they are within tolerance and the reference computes the same result
@@ -111,7 +103,9 @@ void check_from_floats(const ProgramRef& program, std::size_t index, const std::
     auto split = split_at_floats(*program, index);
     if (!split) return;
     std::vector<Tensor> floats = compile(split->floats, backend)->run(inputs, options);
-    if (!within_tolerance(split->floats, inputs, floats, compile(split->floats, "reference")->run(inputs))) return;
+    // The floats checked as bench checks float results (so never split again).
+    for (const Check& c : check_against_reference(split->floats, backend, options, inputs, floats))
+        if (c.comparison.mismatches) return;
     std::vector<TensorView> from_floats(inputs.begin(), inputs.end());
     for (const Tensor& f : floats) from_floats.push_back(f.view());
     Comparison recomputed = compare(result, compile(split->rest, "reference")->run(from_floats)[0]);
