@@ -36,7 +36,8 @@ float f16_from_bits(std::uint16_t b) {
         float v = static_cast<float>(m) * 5.9604644775390625e-8f;  // m * 2^-24, exact
         return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) | sign);
     }
-    if (e == 31) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
+    // A signalling NaN comes out quiet, as IEEE 754 converts and as F16C does (ops_narrow.inc).
+    if (e == 31) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
     return std::bit_cast<float>(sign | ((e - 15 + 127) << 23) | (m << 13));
 }
 

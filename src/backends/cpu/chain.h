@@ -7,7 +7,9 @@
 //   - a one-op stage (StageCode::serial_block, read and written contiguously): reduce the
 //     block to its total; blocks of kChainBlockBytes of input;
 //   - a generic stage fixed up (fixup.h): scan its lanes locally into L2 buffers and take
-//     their totals; blocks of portion_steps().
+//     their totals; blocks of portion_steps();
+//   - rows through the row scan (SegLocal::scan_span) or with a prologue or epilogue
+//     (FusedRows): the block's total by the same kernels storing nothing.
 // It then waits for the inclusive prefix of the block before it (published by the previous
 // thread), publishes its own, prefix(b) = prefix(b - 1) (+) the block's lane totals folded in
 // lane order, and only then writes the block from L2 with streaming stores, starting from
@@ -30,9 +32,10 @@ namespace scanc::cpu {
 // scan. 128, 256 and 512 KiB were within the noise of each other (sum 1-D 2^26, 2 threads).
 inline constexpr std::int64_t kChainBlockBytes = 256 << 10;
 
-// Whether run_chain can run `code` over `L`: a one-op stage read and written contiguously, or
-// fewer than kFewLines lines of a stage that can be fixed up; unordered runs only.
-bool chain_eligible(const StageCode& code, const Layout& L);
+// Whether run_chain can run `code` over `L`: a one-op stage read and written contiguously,
+// fewer than kFewLines lines of a stage that can be fixed up, or rows with a prologue or
+// epilogue that FusedRows runs (t0: thread 0's state, which keeps it); unordered runs only.
+bool chain_eligible(const StageCode& code, const Layout& L, ThreadState& t0);
 
 // Every line of `L`, by `threads` threads, as above; ts[p]: thread p's kept state.
 void run_chain(const StageCode& code, const Layout& L, int threads, std::vector<ThreadState>& ts);

@@ -15,7 +15,9 @@ namespace scanc::cpu {
 namespace {
 Isa detect() {
 #if defined(__x86_64__)
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return Isa::Baseline;
+    // F16C comes with AVX2 on every x86 CPU made; the AVX2 table's f16 conversions use it.
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+        return Isa::Baseline;
     return __builtin_cpu_supports("avx512f") ? Isa::Avx512 : Isa::Avx2;
 #else
     return Isa::Baseline;

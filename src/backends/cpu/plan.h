@@ -61,6 +61,9 @@ struct StageCode {
     // stored in place: the runner may run it serially (SerialFn) for groups of few lanes.
     SerialFn serial = nullptr;
     SerialBlockFn serial_block = nullptr;  // the same op for one contiguous lane, reassociated
+    // The same for a one-leaf combine of one op whatever the step code and epilogue (which
+    // FusedRows runs around it), else null. serial_x_left: for either, x is op's left operand.
+    SerialBlockFn one_op_block = nullptr;
     bool serial_x_left = false;
     int serial_x_slot = -1;
     std::vector<DType> leaf_compute;  // per leaf: the carry registers' compute dtype

@@ -99,11 +99,13 @@ private:
         DType cf = compute_dtype(from), ct = compute_dtype(to);
         if (cf == ct && (to != DType::Bool || from == DType::Bool)) return r;
         // A literal (weak i64 or f64) becomes a float constant here, once, not at every step:
-        // welford's `0 * x + 1` spent 14% of its time converting zeros and ones to f32.
-        if (to == DType::F32 || to == DType::F64) {
+        // welford's `0 * x + 1` spent 14% of its time converting zeros and ones to f32, and an
+        // f16 `x * 2.0` a fifth of its time converting 2.0 (to f32, the compute dtype, as the
+        // Convert instruction did).
+        if (ct == DType::F32 || ct == DType::F64) {
             auto c = std::find_if(out_.consts.begin(), out_.consts.end(), [&](auto& k) { return k.first == r; });
             if (c != out_.consts.end() && c->second.dtype == cf) {
-                const Scalar v = convert_scalar(c->second, to);
+                const Scalar v = convert_scalar(c->second, ct);
                 int d = new_reg(ct);
                 out_.consts.emplace_back(d, v);
                 return d;
@@ -288,22 +290,23 @@ private:
         }
     }
 
-    // StageCode::serial: one leaf, step code empty (x read in place), one combine instruction
-    // op(carry, x) or op(x, carry) writing next, and no epilogue (the carry stored in place).
+    // StageCode::one_op_block: one leaf, one combine instruction op(carry, x) or op(x, carry)
+    // writing next. StageCode::serial on top: step code empty (x read in place) and no
+    // epilogue (the carry stored in place).
     void find_serial() {
-        if (out_.carry.size() != 1 || !out_.step.empty() || !out_.epilogue.empty() ||
-            out_.combine.size() != 1 || out_.store_alias[0] < 0)
-            return;
+        if (out_.carry.size() != 1 || out_.combine.size() != 1) return;
         const Instr& in = out_.combine[0];
         int c = out_.carry[0], x = out_.x[0];
         if (in.dst != out_.next[0] || in.fn != lookup_op(last_binary_) || c == x) return;
         if (!((in.a == c && in.b == x) || (in.a == x && in.b == c))) return;
+        out_.one_op_block = lookup_serial_block(last_binary_);
+        out_.serial_x_left = in.a == x;
+        if (!out_.step.empty() || !out_.epilogue.empty() || out_.store_alias[0] < 0) return;
         for (auto [r, s] : out_.in_alias)
             if (r == x) out_.serial_x_slot = s;
         if (out_.serial_x_slot < 0) return;
         out_.serial = lookup_serial(last_binary_);
-        out_.serial_block = lookup_serial_block(last_binary_);
-        out_.serial_x_left = in.a == x;
+        out_.serial_block = out_.one_op_block;
     }
 
     // A Mul whose product only the Add right after it reads becomes one MulAdd (or AddMul)

@@ -138,60 +138,97 @@ void run_one_op(const StageCode& code, const Layout& L, int threads, std::vector
     });
 }
 
-// A generic stage through the row scan (SegLocal::scan_span; issue 4, round 31), as the one-op
-// path: each block's total first (its vectors paired up, then scanned storing nothing), which
-// reads it into L2; then, from the previous block's prefix, its scan into the outputs while the
-// next block is prefetched. A fix-up ran a transposing local scan, then the combine per element
-// (sum_generic 1-D 2^26 from DRAM, ms: 1 thread 41 -> 34, 2 threads 21.5 -> 18.3).
-void run_spans(const StageCode& code, const Layout& L, int threads, const SegLocal& seg,
-               std::vector<ThreadState>& ts) {
-    const int leaves = static_cast<int>(code.carry.size()), W = seg.span_lanes();
+// Blocks of whole `quantum`s of steps, up to kChainBlockBytes of input each (no sliver of a
+// last block), chained: each block's total first, where the line's next block waits for it
+// (`total(p, blk, out)`, which reads the block into L2), then, from the previous block's prefix,
+// its scan into the outputs (`scan(p, blk, prefix or null, next, totalled)`, `next`: this
+// thread's next block or null, to prefetch; `totalled`: total ran on it just before). A line
+// shorter than one block is one block a thread.
+template <typename Total, typename Scan>
+void chain_spans(const StageCode& code, const Layout& L, int threads, std::int64_t quantum,
+                 std::vector<ThreadState>& ts, Total total, Scan scan) {
+    const int leaves = static_cast<int>(code.carry.size());
     std::int64_t step_bytes = 0;
     for (const Slot& s : L.in) step_bytes += s.step ? s.esize : 0;
-    // A line in equal blocks of whole vectors, up to kChainBlockBytes of input each (no sliver
-    // of a last block); a line shorter than one block, one block a thread.
-    const std::int64_t most = std::max<std::int64_t>(kChainBlockBytes / std::max<std::int64_t>(step_bytes, 1) / W, 1) * W;
+    const std::int64_t most =
+        std::max<std::int64_t>(kChainBlockBytes / std::max<std::int64_t>(step_bytes, 1) / quantum, 1) * quantum;
     const std::int64_t blocks = L.steps <= most ? threads : ceil_div(L.steps, most);
-    const std::int64_t len = ceil_div(ceil_div(L.steps, blocks), W) * W;
-    Chain chain(L, len, threads, leaves, W);
+    const std::int64_t len = ceil_div(ceil_div(L.steps, blocks), quantum) * quantum;
+    Chain chain(L, len, threads, leaves, quantum);
     chain.run(threads, [&](int p, std::size_t b) {
         ThreadState& st = ts[p];
         Worker& w = st.worker(st.w, code, L, 1);
         const Block& blk = chain.blocks[b];
-        const std::int64_t vectors = blk.steps / W, own_ahead = blk.start + kAheadBytes / 4;
-        std::array<std::uint64_t, kSegMaxLeaves> total{}, prefix{}, last{};
-        // The total, where the line's next block waits for it: read from L2 (this thread's
-        // previous scan prefetched it), the inputs a little ahead prefetched too.
+        std::array<std::uint64_t, kSegMaxLeaves> own{}, prefix{};
         const bool wanted = b + 1 < chain.blocks.size() && chain.blocks[b + 1].line == blk.line;
-        if (wanted) seg.scan_span(blk.line, blk.start, vectors, nullptr, false, blk.line, own_ahead, total.data());
+        if (wanted) total(p, blk, own.data());
         const bool has = blk.start > 0;
         if (has) {
             const std::uint64_t* prev = chain.wait(b - 1);
             if (!prev) return false;
             std::copy(prev, prev + leaves, prefix.begin());
         }
-        const auto& first = has ? prefix : total;
+        const auto& first = has ? prefix : own;
         st.run.assign(first.begin(), first.begin() + leaves);
-        if (has && wanted) w.fold(0, st.run.data(), total.data());
+        if (has && wanted) w.fold(0, st.run.data(), own.data());
         chain.publish(b, st.run);
-        // The scan, prefetching this thread's next block so these writes overlap its reads.
-        std::int64_t ahead_line = blk.line, ahead = own_ahead;
-        if (b + threads < chain.blocks.size())
-            ahead_line = chain.blocks[b + threads].line, ahead = chain.blocks[b + threads].start;
-        if (vectors > 0)
-            seg.scan_span(blk.line, blk.start, vectors, has ? prefix.data() : nullptr, true, ahead_line, ahead, last.data());
+        scan(p, blk, has ? prefix.data() : nullptr, b + threads < chain.blocks.size() ? &chain.blocks[b + threads] : nullptr,
+             wanted);
+        if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
+        return true;
+    });
+}
+
+// A generic stage through the row scan (SegLocal::scan_span; issue 4, round 31), as the one-op
+// path: each block's total its vectors paired up, then scanned storing nothing; its scan
+// prefetching this thread's next block, so these writes overlap its reads. A fix-up ran a
+// transposing local scan, then the combine per element (sum_generic 1-D 2^26 from DRAM, ms:
+// 1 thread 41 -> 34, 2 threads 21.5 -> 18.3).
+void run_spans(const StageCode& code, const Layout& L, int threads, const SegLocal& seg,
+               std::vector<ThreadState>& ts) {
+    const int leaves = static_cast<int>(code.carry.size()), W = seg.span_lanes();
+    auto total = [&](int, const Block& blk, std::uint64_t* out) {
+        // Read from L2 (this thread's previous scan prefetched it), the inputs a little ahead
+        // prefetched too.
+        seg.scan_span(blk.line, blk.start, blk.steps / W, nullptr, false, blk.line, blk.start + kAheadBytes / 4, out);
+    };
+    auto scan = [&](int p, const Block& blk, const std::uint64_t* prefix, const Block* next, bool) {
+        const std::int64_t vectors = blk.steps / W;
+        std::array<std::uint64_t, kSegMaxLeaves> last{};
+        const std::int64_t ahead_line = next ? next->line : blk.line;
+        const std::int64_t ahead = next ? next->start : blk.start + kAheadBytes / 4;
+        if (vectors > 0) seg.scan_span(blk.line, blk.start, vectors, prefix, true, ahead_line, ahead, last.data());
         if (const std::int64_t head = vectors * W; head < blk.steps) {  // the line's last steps
             LaneValues from{leaves, {}, {}};
             from.resize(1);
-            from.has[0] = has || vectors > 0;
-            std::copy_n(vectors > 0 ? last.data() : prefix.data(), leaves, from.at(0));
+            from.has[0] = prefix || vectors > 0;
+            std::copy_n(vectors > 0 ? last.data() : prefix ? prefix : last.data(), leaves, from.at(0));
+            Worker& w = *ts[p].w;
             w.set_lanes(1, [&](int) { return blk.line; }, [&](int) { return blk.start + head; });
             w.set_ahead(nullptr);
             w.run(blk.steps - head, Mode::Scan, &from);
         }
-        if (L.stream && b + threads >= chain.blocks.size()) stream_fence();
-        return true;
-    });
+    };
+    chain_spans(code, L, threads, W, ts, total, scan);
+}
+
+// Rows with a prologue or epilogue (fused_rows.h) the same way: each block's total by its
+// prologue and the scan storing nothing, its leaves kept in L2 where the epilogue allows; then
+// from the prefix the scan of those leaves (else of the prologue run again) and the epilogue
+// (Mamba's `exp(dt * A)` along 3 x 2^24, 2 threads: 7.5 GB/s with the prologue run twice, 10.6
+// fixed up).
+void run_fused_spans(const StageCode& code, const Layout& L, int threads, std::vector<ThreadState>& ts) {
+    using Keep = FusedRows::Keep;
+    auto total = [&](int p, const Block& blk, std::uint64_t* out) {
+        FusedRows& f = *ts[p].fused_rows(code, L);
+        f.scan(blk.line, blk.start, blk.steps, nullptr, false, out, f.keeps() ? Keep::Save : Keep::None);
+    };
+    auto scan = [&](int p, const Block& blk, const std::uint64_t* prefix, const Block*, bool totalled) {
+        FusedRows& f = *ts[p].fused_rows(code, L);
+        std::array<std::uint64_t, kSegMaxLeaves> last{};
+        f.scan(blk.line, blk.start, blk.steps, prefix, true, last.data(), totalled && f.keeps() ? Keep::Reuse : Keep::None);
+    };
+    chain_spans(code, L, threads, 1, ts, total, scan);
 }
 
 // A generic stage fixed up (fixup.h): each block's lanes scanned locally into L2, their totals
@@ -287,12 +324,16 @@ void run_fixed(const StageCode& code, const Layout& L, int threads, int dir,
 
 }  // namespace
 
-bool chain_eligible(const StageCode& code, const Layout& L) {
-    return one_op_eligible(code, L) || (L.lines < kFewLines && fixup_dir(code, L) != 0);
+bool chain_eligible(const StageCode& code, const Layout& L, ThreadState& t0) {
+    return one_op_eligible(code, L) || (L.lines < kFewLines && fixup_dir(code, L) != 0) ||
+           t0.fused_rows(code, L) != nullptr;
 }
 
 void run_chain(const StageCode& code, const Layout& L, int threads, std::vector<ThreadState>& ts) {
     if (one_op_eligible(code, L)) run_one_op(code, L, threads, ts);
+    // A fix-up's phase 1 runs a prologue by Worker, lanes across the block (f32 `scan add(x * 2)`
+    // along 3 x 2^24, 2 threads: 22 GB/s fixed up).
+    else if (ts[0].fused_rows(code, L)) run_fused_spans(code, L, threads, ts);
     else run_fixed(code, L, threads, fixup_dir(code, L), ts);
 }
 

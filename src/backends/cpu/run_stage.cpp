@@ -77,8 +77,15 @@ void run_lines(const StageCode& code, const Layout& L, int threads, Mode mode,
     const SegLocal* seg = mode == Mode::Scan && !code.serial ? &ts[0].seg_local(code, L, 1) : nullptr;
     ThreadPool::instance().run(threads, [&](int p) {
         Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
+        // Rows with a prologue or epilogue, a row at a time (fused_rows.h).
+        FusedRows* fused = mode == Mode::Scan ? ts[p].fused_rows(code, L) : nullptr;
+        std::uint64_t last[kSegMaxLeaves];
         for (std::int64_t g = groups * p / threads; g < groups * (p + 1) / threads; ++g) {
             int n = static_cast<int>(std::min<std::int64_t>(L.width, L.lines - g * L.width));
+            if (fused) {
+                for (int l = 0; l < n; ++l) fused->scan(g * L.width + l, 0, L.steps, nullptr, true, last);
+                continue;
+            }
             if (seg && (seg->run_rows(g * L.width, n, w, ts[p].totals) || seg->run_cols(g * L.width, n, w)))
                 continue;
             w.set_lanes(n, [&](int l) { return g * L.width + l; }, [](int) { return 0; });
@@ -397,7 +404,7 @@ void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values
         run_lines(code, kept, threads, stage.has_scan ? Mode::Scan : Mode::Map, ts);
     } else if (!stage.has_scan) {
         run_map_split(code, kept, threads, ts);
-    } else if (chain_eligible(code, kept)) {
+    } else if (chain_eligible(code, kept, ts[0])) {
         run_chain(code, kept, threads, ts);
     } else {
         // Few lines: each split into lanes of its own (Split-B), unless they are 8 or more lanes

@@ -45,15 +45,14 @@ int operand_count(SegOp::Kind kind) {
     return kind == SegOp::Copy ? 1 : kind == SegOp::MulAdd || kind == SegOp::AddMul ? 3 : 2;
 }
 
-// The pairing levels a span's total takes (SegProgram::row_fold): as many as fit in AVX-512's
-// registers beside the row scan's own (row_scan_registers), up to kSpanFold.
+}  // namespace
+
 int span_fold(const SegProgram& p) {
+    if (mem_fns().row_lanes != 16) return 0;
     constexpr int kZmmRegisters = 32;
     const int spare = kZmmRegisters - row_scan_registers(p, true) - 2;
     return std::clamp(spare / std::max(p.leaves, 1), 0, kSpanFold);
 }
-
-}  // namespace
 
 SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile) : L_(L), dir_(dir) {
     int leaves = static_cast<int>(code.carry.size());
@@ -79,12 +78,8 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
         ready.insert(code.carry[k]);
         ready.insert(code.x[k]);
     }
-    if (!take_ops(code, code.combine, ready, false, prog_)) return;
-    static const bool jit_allowed = [] {
-        const char* e = std::getenv("SCANC_CPU_JIT");
-        return !e || std::string_view(e) != "0";
-    }();
-    compile = compile && jit_allowed;
+    if (!take_seg_ops(code, code.combine, ready, false, prog_)) return;
+    compile = compile && cpu_jit_allowed();
     // Whole lines (run_rows, run_cols): every output an f32 leaf stored unchanged, walked forward.
     bool stores = code.epilogue.empty() && !L.out.empty();
     for (std::size_t o = 0; o < L.out.size(); ++o) {
@@ -103,7 +98,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
     if (code.scan_prunes) {
         cols.ops.clear(), cols.consts.clear();
         std::copy(code.next.begin(), code.next.end(), cols.next);
-        if (!take_ops(code, code.scan_combine, ready, true, cols)) cols = prog_;
+        if (!take_seg_ops(code, code.scan_combine, ready, true, cols)) cols = prog_;
     }
     if (stores && compile) cols_ = col_scan_jit(cols, cpu_isa(), stored);
     if (!steps_contiguous) return;
@@ -112,7 +107,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
     rows_ = stores;
     // Reassociated rows (run_rows) take the row scan.
     totals_ = folded_ = prog_;
-    folded_.row_fold = mem_fns().row_lanes == 16 ? span_fold(prog_) : 0;
+    folded_.row_fold = span_fold(prog_);
     if (rows_ && mem_fns().row_scan && compile) {
         prog_.row_jit = row_scan_jit_fns(prog_, cpu_isa(), stored);
         totals_.row_jit = row_scan_jit_fns(totals_, cpu_isa(), 0);
@@ -133,8 +128,16 @@ std::int64_t line_stride(const Layout& L, const Slot& s, std::int64_t first, int
 
 }  // namespace
 
-bool SegLocal::take_ops(const StageCode& code, const Code& combine, std::set<int> ready, bool keep_unmade,
-                        SegProgram& prog) {
+bool cpu_jit_allowed() {
+    static const bool allowed = [] {
+        const char* e = std::getenv("SCANC_CPU_JIT");
+        return !e || std::string_view(e) != "0";
+    }();
+    return allowed;
+}
+
+bool take_seg_ops(const StageCode& code, const Code& combine, std::set<int> ready, bool keep_unmade,
+                  SegProgram& prog) {
     // A constant joins the program when an op first reads it, and must be f32 then. Constants
     // no op reads stay out: a weak literal of another dtype (i64, f64) converted to f32 leaves
     // its original unread, since plan_codegen made the conversion a constant of its own.

@@ -20,6 +20,21 @@ namespace scanc::cpu {
 // Per-block budget of chained fix-ups whose phase 1 runs here (kPortionBytes: Worker's).
 inline constexpr std::int64_t kSegPortionBytes = 256 << 10;
 
+// `combine` as `prog`'s ops (each constant taken where an op first reads it, each leaf's
+// result an op's own register); false where some instruction is not one the register kernels
+// run. `ready`: the registers holding a value before it (carries, elements). A leaf the
+// combine does not make (scan_combine leaves it out) keeps its carry where `keep_unmade`,
+// else fails.
+bool take_seg_ops(const StageCode& code, const Code& combine, std::set<int> ready, bool keep_unmade,
+                  SegProgram& prog);
+// The pairing levels a span's total takes (SegProgram::row_fold): as many as fit in AVX-512's
+// registers beside the row scan's own (row_scan_registers), up to kSpanFold; none for 8-lane
+// rows.
+int span_fold(const SegProgram& p);
+// Whether combines may become machine code (seg_jit.h): unless the environment sets
+// SCANC_CPU_JIT=0.
+bool cpu_jit_allowed();
+
 class SegLocal {
 public:
     // Unusable (usable() false for every piece) when the stage or the CPU does not qualify.
@@ -66,12 +81,6 @@ public:
                    std::int64_t ahead, std::uint64_t* last) const;
 
 private:
-    // `combine` as `prog`'s ops (each constant taken where an op first reads it, each leaf's
-    // result an op's own register); false where some instruction is not one the row scan runs.
-    // A leaf the combine does not make (scan_combine leaves it out) keeps its carry where
-    // `keep_unmade`, else fails.
-    static bool take_ops(const StageCode& code, const Code& combine, std::set<int> ready, bool keep_unmade,
-                         SegProgram& prog);
     bool scan_rows(std::int64_t first, int n, Worker& w, LaneValues& totals) const;
     // Steps head.. of the lines by `w`, from the carries in `totals`.
     void finish_rows(std::int64_t first, int n, std::int64_t head, Worker& w, LaneValues& totals) const;

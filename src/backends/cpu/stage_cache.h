@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fixup.h"
+#include "fused_rows.h"
 #include "seg_local.h"
 
 namespace scanc::cpu {
@@ -19,6 +20,7 @@ struct ThreadState {
     std::unique_ptr<Worker> w, fw;  // the stage's lanes; fix-ups (fixup.h)
     std::unique_ptr<LocalScans> local;
     std::unique_ptr<SegLocal> seg;  // the register kernel (thread 0's state keeps it)
+    std::unique_ptr<FusedRows> fused;  // rows with a prologue or epilogue
     LaneValues totals, carry;  // run_chain's per-block lane totals and carries
     std::vector<std::uint64_t> run;
     std::vector<const std::uint64_t*> ptrs;
@@ -35,6 +37,12 @@ struct ThreadState {
     const SegLocal& seg_local(const StageCode& code, const Layout& L, int dir) {
         if (!seg || seg->dir() != dir) seg = std::make_unique<SegLocal>(code, L, dir);
         return *seg;
+    }
+    // This thread's runner of rows with a prologue or epilogue (fused_rows.h), made on first
+    // use; null where it cannot run the stage.
+    FusedRows* fused_rows(const StageCode& code, const Layout& L) {
+        if (!fused) fused = std::make_unique<FusedRows>(code, L);
+        return fused->active() ? fused.get() : nullptr;
     }
     LocalScans& scans(const StageCode& code, const Layout& L, int dir) {
         if (!local || local->dir() != dir) local = std::make_unique<LocalScans>(code, L, dir);
