@@ -426,6 +426,26 @@ TEST(CpuBackend, AMapResultBesideAScanOfFewLongLinesMatchesTheReference) {
     }
 }
 
+TEST(CpuBackend, FewLongLinesSplitAmongThreadsFitTheirPiecesInWorkersOfAnEvenShare) {
+    // A two-leaf i32 scan with an epilogue (no kernel but Worker's: Split-B) over 17-31 lines
+    // on 2 threads: groups of an even share of the lines are 16 lanes, the split pieces up to
+    // 64 (an internal error, found by the forty-eighth session's fuzzing).
+    std::mt19937_64 rng(16);
+    const CombineRef sum_max = trace_combine("sum_max", 2, 0, [](auto& l, auto& r, auto&) {
+        return Exprs{l[0] + r[0], max(l[1], r[1])};
+    });
+    for (auto [lines, length] : {std::pair{24, 65537}, {31, 65537}, {17, 40000}}) {
+        ProgramBuilder pb("p");
+        Expr x = pb.param("x", DType::I32, {pb.symbol("N"), pb.symbol("T")});
+        Exprs y = pb.scan(sum_max, {x ^ 5, x * 3}, 1);
+        ProgramRef p = pb.build({min(x, y[1] * 3)});
+        Inputs in;
+        in.add(DType::I32, {lines, length}, Values::SmallInts, Layout::Contiguous, rng);
+        for (int threads : {2, 3})
+            expect_matches(p, in, threads, true, cat(lines, "x", length, " threads ", threads));
+    }
+}
+
 TEST(CpuBackend, IntegerOpsFollowTheReferenceBitwiseIncludingDivisionByZeroAndShifts) {
     std::mt19937_64 rng(8);
     for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64, DType::U8}) {

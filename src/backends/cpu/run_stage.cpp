@@ -148,8 +148,13 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
         const Slot& x = L.in[code.serial_x_slot];
         return x.base + (L.line_offset(x, line) + a * x.step) * x.esize;
     };
+    // Split-B's pieces have up to kSubLanes lanes (G a serial stage's), whatever L.width is: 24
+    // lines on 2 threads have groups of 16 (balanced_width), and their pieces overran a worker
+    // that narrow (an internal error, found by the forty-eighth session's fuzzing).
+    const int piece_lanes = split_b ? (code.serial ? 1 : kSubLanes / G) * G : L.width;
+    const int width = std::max(L.width, piece_lanes);
     ThreadPool::instance().run(threads, [&](int p) {
-        Worker& w = ts[p].worker(ts[p].w, code, L, L.width);
+        Worker& w = ts[p].worker(ts[p].w, code, L, width);
         Worker* fw = fix ? &ts[p].worker(ts[p].fw, code, L, fix_width(std::min(L.steps, sb_steps)))
                          : nullptr;
         LocalScans& local = ts[p].scans(code, L, dir);
@@ -191,7 +196,7 @@ void run_split(const StageCode& code, const Layout& L, int threads, Mode mode, b
                 std::vector<Piece> pieces;
                 // A serial stage scans its part as one lane (SerialFn), others as many lanes.
                 if (b > a)
-                    pieces = split_b ? split_line(a, b, L.steps <= sb_steps, code.serial ? 1 : kSubLanes / G)
+                    pieces = split_b ? split_line(a, b, L.steps <= sb_steps, piece_lanes / G)
                                      : std::vector<Piece>{{lanes, a, b - a}};
                 if (split_b)
                     for (auto& pc : pieces) pc.lanes *= G;
