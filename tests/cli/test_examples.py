@@ -381,6 +381,25 @@ def test_thirty_chained_slices_check_run_and_lower_at_once_like_numpy(tmp_path, 
     assert lowered.returncode == 0, lowered.stderr
 
 
+def test_bench_checks_a_float_result_at_the_precision_it_is_computed_in(tmp_path):
+    # An f32 sum returned as f64 carries the f32 sum's reassociation error: f64's tolerance
+    # called it a mismatch (found by fuzzing); an f64 sum keeps f64's.
+    path = tmp_path / "widened.scan"
+    path.write_text("combine add(a | b) {\n  return a + b\n}\n"
+                    "program widened(x: f32[N, T]) {\n  y = scan add(x) dim=0\n  return f64(y)\n}\n"
+                    "program wide(x: f64[N, T]) {\n  y = scan add(x) dim=0\n  return y\n}\n")
+    for program, rtol in (("widened", 1e-3), ("wide", 1e-9)):
+        proc = scanc("bench", path, "--program", program, "--random", "N=1327,T=4", "--seed", "74", "--backend",
+                     "cpu", "--threads", "1", "--seconds", "0.01", "--json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        check = json.loads(proc.stdout)["checks"][0]
+        assert check["rtol"] == rtol and check["mismatches"] == 0
+    reference_error = json.loads(scanc("bench", path, "--program", "widened", "--random", "N=1327,T=4", "--seed", "74",
+                                       "--backend", "cpu", "--threads", "1", "--seconds", "0.01",
+                                       "--json").stdout)["checks"][0]["max_rel_err"]
+    assert reference_error > 1e-9  # what f64's tolerance would have failed
+
+
 def write_scan_of_integers_from_floats(tmp_path):
     # A running sum cast to integers and compared with 0: where the CPU backend's reassociated
     # sum and the reference's straddle an integer or 0, the two results differ by one.

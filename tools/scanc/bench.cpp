@@ -125,10 +125,11 @@ std::vector<Check> check_against_reference(const ProgramRef& program, const std:
     std::vector<Tensor> want = compile(program, "reference")->run(inputs), wide;
     std::vector<Check> checks;
     for (std::size_t i = 0; i < results.size(); ++i) {
-        Check check{result_label(*program, i), compare(results[i], want[i])};
+        const DType precision = precision_of(*program, i);
+        Check check{result_label(*program, i), compare(results[i], want[i], precision)};
         if (check.comparison.mismatches && is_float(results[i].dtype())) {
             if (wide.empty()) wide = ReferenceBackend(/*f64_carries=*/true).compile(program)->run(inputs);
-            Comparison oracle = compare(results[i], wide[i]);
+            Comparison oracle = compare(results[i], wide[i], precision);
             if (oracle.mismatches == 0) check = {check.label, oracle, true};
         } else if (check.comparison.mismatches) {
             // (Where the split program cannot be built or run, the direct comparison stands.)
@@ -268,7 +269,8 @@ Command add_bench_command(CLI::App& parent) {
         "bench", "Time a program on random inputs; check it against the reference executor.");
     app->footer(
         "Prints the max abs/rel error against the reference executor (exit code 1 if out of\n"
-        "tolerance |err| <= rtol x (|ref| + mean |ref|); a float result out of it is checked\n"
+        "tolerance |err| <= rtol x (|ref| + mean |ref|), rtol that of the least precise float\n"
+        "dtype the result is computed in; a float result out of it is checked\n"
         "against the reference with f64 carries too, and passes within tolerance of that; a\n"
         "result of integers or bools computed from floats passes if this backend's floats are\n"
         "within tolerance and the reference computes the same result from them), the\n"

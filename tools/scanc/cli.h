@@ -96,6 +96,13 @@ struct Comparison {
     double rtol = 0, atol = 0;
 };
 Comparison compare(const TensorView& got, const TensorView& want);
+// The same within the tolerance of dtype `precision` (a float result computed from a less
+// precise one: precision_of).
+Comparison compare(const TensorView& got, const TensorView& want, DType precision);
+// The least precise float dtype that result `result` of `program` is computed in (a scan, an
+// op or a cast computed on the way, not a param or a literal), else the result's own: an f32 sum
+// returned as f64 carries the f32 sum's error, which f64's tolerance would call a mismatch.
+DType precision_of(const Program& program, std::size_t result);
 
 // A non-float result split where it leaves the floats it is computed from (float_split.cpp):
 // `floats` returns those values, `rest` computes the result from the program's params followed

@@ -1,5 +1,6 @@
-// A result of integers or bools computed from floats (a cast to an integer, a comparison) is
-// split where it leaves the floats, so that `bench` can check it: the floats within tolerance
+// The float precision a result is computed in (precision_of), and: a result of integers or
+// bools computed from floats (a cast to an integer, a comparison) is split where it leaves the
+// floats, so that `bench` can check it: the floats within tolerance
 // of the reference's, the rest exactly, from this backend's floats. (A backend that reassociates
 // a float scan lands some elements on the other side of a rounding or comparison boundary, so
 // comparing such a result with the reference's directly fails where nothing is wrong.)
@@ -21,6 +22,22 @@ bool computed_float(const Node& n) {
 }
 
 }  // namespace
+
+DType precision_of(const Program& program, std::size_t result) {
+    const NodeRef& root = program.results.at(result);
+    DType least = root->type().dtype;
+    auto bits = [](DType t) { return t == DType::F64 ? 53 : t == DType::F32 ? 24 : t == DType::F16 ? 11 : 8; };
+    std::unordered_set<const Node*> seen;
+    std::vector<const Node*> stack{root.get()};
+    while (!stack.empty()) {
+        const Node* n = stack.back();
+        stack.pop_back();
+        if (!seen.insert(n).second) continue;
+        if (computed_float(*n) && is_float(least) && bits(n->type().dtype) < bits(least)) least = n->type().dtype;
+        for (const NodeRef& in : n->inputs) stack.push_back(in.get());
+    }
+    return least;
+}
 
 std::optional<FloatSplit> split_at_floats(const Program& program, std::size_t result) {
     const NodeRef& root = program.results.at(result);

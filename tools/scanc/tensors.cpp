@@ -73,11 +73,15 @@ std::string summarize(const TensorView& view) {
 }
 
 Comparison compare(const TensorView& got_view, const TensorView& want_view) {
+    return compare(got_view, want_view, got_view.dtype);
+}
+
+Comparison compare(const TensorView& got_view, const TensorView& want_view, DType precision) {
     SCANC_INTERNAL_CHECK(got_view.dtype == want_view.dtype && got_view.sizes == want_view.sizes,
                          "compare() of tensors of different dtypes or sizes");
     Tensor got = contiguous(got_view), want = contiguous(want_view);
     Comparison c;
-    std::tie(c.rtol, c.atol) = tolerance(got.dtype());
+    std::tie(c.rtol, c.atol) = tolerance(is_float(got.dtype()) ? precision : got.dtype());
     // A scan computed in another order errs in proportion to the partial results it combines,
     // not to the element: a near-zero sum of large terms keeps the terms' error. So the scale
     // of an element is its own magnitude plus the mean magnitude of the finite results.
