@@ -3,8 +3,9 @@
 // (ops_seg_local.inc), whole rows in registers (ops_row_scan.inc), the broadcast op variants
 // of the fix-ups' phase 3 (ops_variants.inc), the lane loops of the arithmetic ops (plain, tee
 // and streaming) and of f32 and f64 exp, log, log1p, expm1, tanh, sigmoid, softplus and logaddexp
-// (scanc's straight-line functions, float_math.h), where an elementwise prologue and a scan's
-// carry rows spend most of their time. The rest of the op table stays AVX2.
+// (scanc's straight-line functions, float_math.h), and f16 and bf16 loads, stores and
+// roundings (ops_narrow.inc), where an elementwise prologue and a scan's carry rows spend most of
+// their time. The rest of the op table stays AVX2.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "bytecode.h"
 #include "minmax_regs.h"
 #include "transpose_regs.h"
+#include "scanc/ir/scalar_eval.h"
 
 namespace scanc::cpu {
 namespace avx512 {
@@ -27,6 +29,7 @@ namespace {
 #include "ops_row_scan.inc"
 #include "ops_vec.inc"
 #include "ops_variants.inc"
+#include "ops_narrow.inc"
 
 // The lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
 // lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 and f64 exp, log, log1p,
@@ -53,8 +56,22 @@ template <typename T> OpFn transcendental(Op op) {
         default: return nullptr;
     }
 }
+// f16 and bf16 loads, stores and roundings of f32 (ops_narrow.inc), 16 lanes a vector.
+OpFn narrow_of(const OpKey& k) {
+    const DType narrow = k.kind == OpKind::Load || k.kind == OpKind::Store ? k.t : k.t2;
+    if (narrow != DType::F16 && narrow != DType::BF16) return nullptr;
+    const bool bf16 = narrow == DType::BF16;
+    switch (k.kind) {
+        case OpKind::Load: return bf16 ? &load_narrow<true> : &load_narrow<false>;
+        case OpKind::Store: return bf16 ? &store_narrow<true> : &store_narrow<false>;
+        case OpKind::RoundNarrow: return bf16 ? &round_narrow<true> : &round_narrow<false>;
+        case OpKind::CastNarrow: return k.t != DType::F32 ? nullptr : bf16 ? &round_narrow<true> : &round_narrow<false>;
+        default: return nullptr;
+    }
+}
 OpFn lookup_lanes_of(const OpKey& k) {
     if (k.bcast) return nullptr;  // lookup_bcast_of
+    if (OpFn fn = narrow_of(k)) return fn;
     if (k.tee) return lookup_tee_of(k);
     if (k.stream) return lookup_variant<StreamOps>(k);
     if (k.kind == OpKind::Binary && k.op == Op::LogAddExp) {
