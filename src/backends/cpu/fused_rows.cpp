@@ -41,13 +41,6 @@ std::optional<DType> stored_dtype(const Instr& in) {
     return std::nullopt;
 }
 
-// The leaves some output stores unchanged, as a mask.
-unsigned stored_mask(const StageCode& code) {
-    unsigned mask = 0;
-    for (std::size_t k = 0; k < code.store_alias.size(); ++k) mask |= (code.store_alias[k] >= 0 ? 1u : 0u) << k;
-    return mask;
-}
-
 // dst[i] = src[n - 1 - i] for elements of `bytes` bytes (1, 2, 4 or 8).
 void reverse_copy(std::byte* dst, const std::byte* src, int n, int bytes) {
     auto run = [&](auto v) {
@@ -110,7 +103,7 @@ FusedRows::FusedRows(const StageCode& code, const Layout& L) : code_(code), L_(L
                 prog_.row_jit = row_scan_jit_fns(prog_, cpu_isa(), (1u << leaves_) - 1);
                 totals_.row_jit = row_scan_jit_fns(totals_, cpu_isa(), 0);
                 folded_.row_jit = row_scan_jit_fns(folded_, cpu_isa(), 0);
-                direct_prog_.row_jit = row_scan_jit_fns(direct_prog_, cpu_isa(), stored_mask(code));
+                direct_prog_.row_jit = row_scan_jit_fns(direct_prog_, cpu_isa(), stored_leaves(code));
             }
             engine_ = Engine::Registers;
         }
@@ -158,6 +151,7 @@ FusedRows::FusedRows(const StageCode& code, const Layout& L) : code_(code), L_(L
     leaves_buf_.resize(leaves_ * leaf_row);
     scans_buf_.resize(leaves_ * leaf_row);
     staging_.resize(L.out.size() * kFusedLanes * 8);
+    out_mem_.resize(L.out.size());
     broadcast_.resize(L.in.size() * kFusedLanes * 8);
 }
 
@@ -245,21 +239,20 @@ void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, 
         const std::int64_t low = start + t0 + (dir_ > 0 ? 0 : n - 1);
         for (std::size_t s = 0; s < L_.in.size(); ++s)
             if (L_.in[s].tiled && L_.in[s].step != 0) f_.in_rows[s] = at(L_.in[s], line, low);
-        for (auto [r, s] : code_.in_alias) f_.ptrs[r] = const_cast<std::byte*>(f_.in_rows[s]);
+        for (auto [r, s] : code_.in_alias) f_.ptrs[r] = const_cast<std::byte*>(f_.in_rows[s]);  // read only
         if (keep != Keep::Reuse) run_code(code_.step, f_, 0, n);
+        std::vector<std::byte*>& out_mem = out_mem_;  // each output's block
+        for (std::size_t o = 0; o < L_.out.size(); ++o) out_mem[o] = at(L_.out[o], line, low);
 
-        // The leaves in walking order, scanned from the carry.
+        // The leaves in walking order, scanned from the carry (straight into the outputs where
+        // direct_, streamed where large).
         const std::byte* xs[kSegMaxLeaves];
         std::byte* scans[kSegMaxLeaves];
-        bool stream = false;  // the scans go straight to the outputs, streamed
+        const bool stream = direct_ && L_.stream;
         for (int k = 0; k < leaves_; ++k) {
             xs[k] = f_.ptrs[code_.x[k]];
-            scans[k] = scans_buf_.data() + k * leaf_row;
-            if (direct_) {
-                const int o = code_.store_alias[k];
-                scans[k] = o < 0 ? nullptr : const_cast<std::byte*>(at(L_.out[o], line, low));
-                stream = L_.stream;
-            }
+            const int o = code_.store_alias[k];
+            scans[k] = !direct_ ? scans_buf_.data() + k * leaf_row : o < 0 ? nullptr : out_mem[o];
             if (keep == Keep::Reuse) {
                 xs[k] = kept(k, t0);
                 continue;
@@ -306,21 +299,14 @@ void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, 
             if (L_.stream) m.stream_copy(dst, src, bytes);
             else std::memcpy(dst, src, bytes);
         };
-        for (std::size_t o = 0; o < L_.out.size(); ++o) {
-            std::byte* mem = const_cast<std::byte*>(at(L_.out[o], line, low));
-            f_.out_rows[o] = L_.stream ? staging_.data() + o * kFusedLanes * 8 : mem;
-        }
+        for (std::size_t o = 0; o < L_.out.size(); ++o)
+            f_.out_rows[o] = L_.stream ? staging_.data() + o * kFusedLanes * 8 : out_mem[o];
         for (int k = 0; k < leaves_; ++k)
-            if (int o = code_.store_alias[k]; o >= 0)
-                put(const_cast<std::byte*>(at(L_.out[o], line, low)), scans[k],
-                    static_cast<std::size_t>(n) * leaf_bytes_[k]);
+            if (int o = code_.store_alias[k]; o >= 0) put(out_mem[o], scans[k], static_cast<std::size_t>(n) * leaf_bytes_[k]);
         run_code(epilogue_, f_, 0, n);
-        for (auto [o, r] : copies_)
-            put(const_cast<std::byte*>(at(L_.out[o], line, low)), f_.ptrs[r], static_cast<std::size_t>(n) * L_.out[o].esize);
-        for (int o : staged_)
-            if (L_.stream) m.stream_copy(const_cast<std::byte*>(at(L_.out[o], line, low)), f_.out_rows[o],
-                                         static_cast<std::size_t>(n) * L_.out[o].esize);
-
+        for (auto [o, r] : copies_) put(out_mem[o], f_.ptrs[r], static_cast<std::size_t>(n) * L_.out[o].esize);
+        if (L_.stream)  // the Stores' staging rows
+            for (int o : staged_) m.stream_copy(out_mem[o], f_.out_rows[o], static_cast<std::size_t>(n) * L_.out[o].esize);
     }
     std::copy(cur, cur + leaves_, last);
 }

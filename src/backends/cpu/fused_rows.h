@@ -59,7 +59,7 @@ private:
     void scan_registers(const float* const* xs, float* const* out, const std::byte* const* ahead, bool stream,
                         int n, bool& has, std::uint64_t* carry);
     // The line's memory at walking step `t`, per slot: its base there and its step.
-    const std::byte* at(const Slot& s, std::int64_t line, std::int64_t t) const {
+    std::byte* at(const Slot& s, std::int64_t line, std::int64_t t) const {
         return s.base + (L_.line_offset(s, line) + t * s.step) * s.esize;
     }
 
@@ -79,6 +79,7 @@ private:
     std::vector<std::pair<int, int>> copies_;  // (output slot, register): copied out as it is
     std::vector<int> staged_;  // output slots that epilogue_'s Stores convert into a staging row
     Frame f_;
+    std::vector<std::byte*> out_mem_;  // per output, the current block's memory
     Scratch regs_, leaves_buf_, scans_buf_, staging_, broadcast_;
     std::vector<std::vector<std::int64_t>> lane_off_;  // per input slot, captured loads' offsets
 };

@@ -89,8 +89,7 @@ SegLocal::SegLocal(const StageCode& code, const Layout& L, int dir, bool compile
         stores = stores && stored && s.esize == 4 && s.step > 0;
         steps_contiguous = steps_contiguous && s.step == 1;
     }
-    unsigned stored = 0;  // the leaves an output keeps
-    for (int k = 0; k < leaves; ++k) stored |= (out_of_[k] >= 0 ? 1u : 0u) << k;
+    const unsigned stored = stored_leaves(code);
     // Lanes side by side, steps apart: machine code only (else Worker, with the same bits).
     // The column scan walks each lane on from its carry alone, so it makes only the leaves its
     // outputs need (StageCode::scan_combine); the others keep their carries.
@@ -127,6 +126,12 @@ std::int64_t line_stride(const Layout& L, const Slot& s, std::int64_t first, int
 }
 
 }  // namespace
+
+unsigned stored_leaves(const StageCode& code) {
+    unsigned mask = 0;
+    for (std::size_t k = 0; k < code.store_alias.size(); ++k) mask |= (code.store_alias[k] >= 0 ? 1u : 0u) << k;
+    return mask;
+}
 
 bool cpu_jit_allowed() {
     static const bool allowed = [] {

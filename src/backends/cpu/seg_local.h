@@ -31,6 +31,9 @@ bool take_seg_ops(const StageCode& code, const Code& combine, std::set<int> read
 // registers beside the row scan's own (row_scan_registers), up to kSpanFold; none for 8-lane
 // rows.
 int span_fold(const SegProgram& p);
+// The leaves some output stores unchanged (StageCode::store_alias), as a mask: what the row
+// and column scans' machine code stores.
+unsigned stored_leaves(const StageCode& code);
 // Whether combines may become machine code (seg_jit.h): unless the environment sets
 // SCANC_CPU_JIT=0.
 bool cpu_jit_allowed();
