@@ -156,10 +156,11 @@ class Module:
         The program name may be left out when the module has exactly one program.
         num_threads (CPU: 0 = the backend's default) and ordered (CPU: combine strictly left to
         right) are passed to the backend. stream (CUDA): the CUstream handle to run on, e.g.
-        torch.cuda.current_stream().cuda_stream; 0 is the default stream. out (CUDA): one
-        device tensor per result, of its dtype and shape (any strides), overlapping no input;
-        the run writes there and returns them (what a CUDA graph capture wants: memory the
-        caller owns). Other backends raise CompileError for it.
+        torch.cuda.current_stream().cuda_stream; 0 is the default stream. out (CUDA and CPU):
+        one writable tensor per result on the run's device, of its dtype and shape (any
+        strides), overlapping no input; the run writes there and returns them (what a CUDA
+        graph capture wants: memory the caller owns). The reference backend raises
+        CompileError for it.
         """
         if args and isinstance(args[0], str):
             program, inputs = args[0], args[1:]

@@ -139,6 +139,16 @@ public:
         std::vector<TensorView> given_views;
         for (std::size_t r = 0; r < given.size(); ++r) {
             std::string what = cat("output ", r, " of program `", prog->name, "`");
+            nb::ndarray<> writable;  // the run writes there: a read-only array is refused
+            if (nb::try_cast(given[r], writable)) {
+                given_arrays[r] = InputArray(writable);
+                given_views.push_back(to_view(given_arrays[r], what));
+                continue;
+            }
+            PyErr_Clear();
+            if (nb::hasattr(given[r], "flags") && nb::hasattr(given[r].attr("flags"), "writeable") &&
+                !nb::cast<bool>(given[r].attr("flags").attr("writeable")))
+                user_error({}, cat(what, " is read-only; the run writes its results there"));
             given_views.push_back(import_array(given[r], given_arrays[r], what, what, "a DLPack tensor"));
         }
         RunOptions options;

@@ -58,7 +58,7 @@ std::string bracketed(const std::vector<i64>& sizes) {
 void refuse_given_outputs(const RunOptions& options, const Program& program, std::string_view backend) {
     if (!options.outputs.empty())
         user_error(program.loc, cat("backend `", backend, "` allocates its outputs itself; RunOptions::outputs ",
-                                    "is for the cuda backend"));
+                                    "is for the cuda and cpu backends"));
 }
 
 void check_given_outputs(const Program& program, const Bindings& bindings, std::span<const TensorView> inputs,

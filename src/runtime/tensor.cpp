@@ -79,29 +79,43 @@ Tensor Tensor::wrap(TensorView view, std::shared_ptr<void> owner) {
     return t;
 }
 
+void copy_elements(const TensorView& dst, const TensorView& src) {
+    SCANC_INTERNAL_CHECK(dst.device.kind == DeviceKind::CPU && src.device.kind == DeviceKind::CPU,
+                         "copy_elements of a device tensor");
+    SCANC_INTERNAL_CHECK(dst.dtype == src.dtype && dst.sizes == src.sizes, "copy_elements between unlike views");
+    const std::int64_t n = src.numel(), elem = static_cast<std::int64_t>(dtype_size(src.dtype));
+    if (n == 0) return;
+    if (src.is_contiguous() && dst.is_contiguous()) {
+        std::memcpy(dst.data, src.data, static_cast<std::size_t>(n * elem));
+        return;
+    }
+    // Rows along the last dim, the others walked in row-major order with an index counter; a row
+    // is one memcpy where both sides are contiguous along it.
+    const int rank = src.rank();
+    const std::int64_t len = src.sizes[rank - 1], ds = dst.strides[rank - 1], ss = src.strides[rank - 1];
+    const bool runs = ds == 1 && ss == 1;
+    std::vector<std::int64_t> index(rank - 1, 0);
+    auto* d = static_cast<char*>(dst.data);
+    const auto* s = static_cast<const char*>(src.data);
+    for (std::int64_t row = 0; row < n / len; ++row) {
+        std::int64_t od = 0, os = 0;
+        for (int k = 0; k + 1 < rank; ++k) od += index[k] * dst.strides[k], os += index[k] * src.strides[k];
+        char* dr = d + od * elem;
+        const char* sr = s + os * elem;
+        if (runs) std::memcpy(dr, sr, static_cast<std::size_t>(len * elem));
+        else
+            for (std::int64_t i = 0; i < len; ++i) std::memcpy(dr + i * ds * elem, sr + i * ss * elem, elem);
+        for (int k = rank - 1; k-- > 0;) {
+            if (++index[k] < src.sizes[k]) break;
+            index[k] = 0;
+        }
+    }
+}
+
 Tensor contiguous_copy(const TensorView& v) {
     SCANC_INTERNAL_CHECK(v.device.kind == DeviceKind::CPU, "contiguous_copy of a device tensor");
     Tensor out = Tensor::empty(v.dtype, v.sizes);
-    std::size_t elem = dtype_size(v.dtype);
-    std::int64_t n = v.numel();
-    if (n == 0) return out;
-    if (v.is_contiguous()) {
-        std::memcpy(out.data(), v.data, static_cast<std::size_t>(n) * elem);
-        return out;
-    }
-    // Walk the source in row-major order with an index counter.
-    std::vector<std::int64_t> index(v.sizes.size(), 0);
-    auto* dst = static_cast<char*>(out.data());
-    const auto* src = static_cast<const char*>(v.data);
-    for (std::int64_t i = 0; i < n; ++i) {
-        std::int64_t offset = 0;
-        for (std::size_t d = 0; d < index.size(); ++d) offset += index[d] * v.strides[d];
-        std::memcpy(dst + i * elem, src + offset * static_cast<std::int64_t>(elem), elem);
-        for (std::size_t d = index.size(); d-- > 0;) {
-            if (++index[d] < v.sizes[d]) break;
-            index[d] = 0;
-        }
-    }
+    copy_elements(out.view(), v);
     return out;
 }
 

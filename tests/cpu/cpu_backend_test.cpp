@@ -532,19 +532,6 @@ void expect_refused(const ProgramRef& p, const Inputs& in, const RunOptions& opt
     }
 }
 
-TEST(CpuBackend, GivenOutputsAreRefusedWithTheOptionNamed) {
-    // RunOptions::outputs is the CUDA backend's (graph captures); the CPU backend allocates.
-    ProgramRef p = scan_program(sum_combine(), DType::F32, 1, 0);
-    std::mt19937_64 rng(13);
-    Inputs in, out;
-    in.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
-    out.add(DType::F32, {5}, Values::Unit, Layout::Contiguous, rng);
-    RunOptions options;
-    options.outputs = out.views;
-    expect_refused(p, in, options,
-                   "backend `cpu` allocates its outputs itself; RunOptions::outputs is for the cuda backend");
-}
-
 TEST(CpuBackend, ANegativeThreadCountIsRefusedRatherThanTakenForTheDefault) {
     ProgramRef p = scan_program(sum_combine(), DType::F32, 1, 0);
     std::mt19937_64 rng(14);

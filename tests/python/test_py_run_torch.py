@@ -126,13 +126,34 @@ def test_cuda_runs_after_finish_compiles_give_the_first_runs_bits():
     assert torch.equal(first, later)
 
 
-def test_outputs_given_to_a_cpu_backend_are_refused_with_the_option_named():
+def test_outputs_given_to_the_reference_backend_are_refused_with_the_option_named():
     x = torch.randn(2, 5)
-    for backend in ("reference", "cpu"):
-        if backend not in scanc.available_backends():
-            continue
-        with pytest.raises(scanc.CompileError, match=f"backend `{backend}` allocates its outputs"):
-            MOD.run("scan_f32", x, backend=backend, out=[torch.empty(2, 5)])
+    with pytest.raises(scanc.CompileError, match="backend `reference` allocates its outputs"):
+        MOD.run("scan_f32", x, backend="reference", out=[torch.empty(2, 5)])
+
+
+@pytest.mark.skipif("cpu" not in scanc.available_backends(), reason="needs the CPU backend")
+def test_cpu_results_go_into_given_tensors_and_arrays_of_any_strides_and_come_back_as_them():
+    x = torch.randn(4, 10_007, dtype=torch.float64)
+    want = torch.cumsum(x, dim=1)
+    for out in (torch.empty(4, 10_007, dtype=torch.float64),
+                torch.empty(10_007, 4, dtype=torch.float64).t(),  # transposed
+                torch.empty(4, 20_014, dtype=torch.float64)[:, ::2],  # every other element
+                torch.empty(4, 10_007, dtype=torch.float64).flip(0)):  # rows walked backwards
+        (y,) = MOD.run("scan_f64", x, backend="cpu", out=[out])
+        assert y is out
+        torch.testing.assert_close(out, want, rtol=1e-9, atol=1e-9)
+    array = np.empty((4, 10_007))
+    (y,) = MOD.run("scan_f64", x.numpy(), backend="cpu", out=[array])
+    assert y is array
+    np.testing.assert_allclose(array, want.numpy(), rtol=1e-9, atol=1e-9)
+    with pytest.raises(scanc.CompileError, match="shape mismatch: output 0"):
+        MOD.run("scan_f64", x, backend="cpu", out=[torch.empty(4, 3, dtype=torch.float64)])
+    with pytest.raises(scanc.CompileError, match="output 0 of program `scan_f64` overlaps input `x`"):
+        MOD.run("scan_f64", x, backend="cpu", out=[x])
+    array.flags.writeable = False
+    with pytest.raises(scanc.CompileError, match="output 0 of program `scan_f64` is read-only"):
+        MOD.run("scan_f64", x.numpy(), backend="cpu", out=[array])
 
 
 def test_something_that_is_not_a_tensor_as_an_output_is_a_type_error():

@@ -17,11 +17,13 @@ struct RunOptions {
     int num_threads = 0;    // CPU: 0 = the backend's default (SCANC_NUM_THREADS or all cores)
     bool ordered = false;   // CPU: combine strictly left to right (bitwise = reference)
     void* stream = nullptr;  // CUDA: the CUstream to run on (null: the default stream)
-    // CUDA: where the results go, one view per result in return order: the result's dtype and
-    // shape, memory of the run's device, any strides (no two elements in one place), overlapping
-    // no input and no other output. run() writes there and returns tensors that view it (the
-    // caller's memory, not owned). Empty: run() allocates the outputs. What a CUDA graph capture
-    // wants (cuda.h). Other backends refuse it (CompileError).
+    // CUDA and CPU: where the results go, one view per result in return order: the result's
+    // dtype and shape, memory of the run's device, any strides (no two elements in one place),
+    // overlapping no input and no other output. run() writes there and returns tensors that view
+    // it (the caller's memory, not owned). Empty: run() allocates the outputs. What a CUDA graph
+    // capture wants (cuda.h). The CPU backend writes in place too, except into an output not
+    // aligned to its element size, or for a result that is an input, a view or returned twice,
+    // which it copies there. The reference backend refuses it (CompileError).
     std::span<const TensorView> outputs;
 };
 

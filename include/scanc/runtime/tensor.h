@@ -66,5 +66,8 @@ private:
 
 // Copies a view of any strides into a new contiguous CPU tensor.
 Tensor contiguous_copy(const TensorView& v);
+// Copies the elements of `src` into those of `dst` (CPU views of one dtype and shape, any strides
+// that keep dst's elements apart; they must not overlap).
+void copy_elements(const TensorView& dst, const TensorView& src);
 
 }  // namespace scanc

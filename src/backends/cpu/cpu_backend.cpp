@@ -33,7 +33,6 @@ public:
         : program_(std::move(program)), plan_(cpu::make_plan(*program_)) {}
 
     std::vector<Tensor> run(std::span<const TensorView> inputs, const RunOptions& options) override {
-        refuse_given_outputs(options, *program_, "cpu");
         if (options.num_threads < 0)
             user_error(program_->loc, cat("num_threads ", options.num_threads,
                                           ": must be 0 (the default) or a thread count"));
@@ -60,6 +59,20 @@ public:
         const Bindings& bindings = cache->bindings;
         std::vector<Tensor> values(plan_.values.size());
         for (int i = 0; i < plan_.num_params; ++i) values[i] = Tensor::wrap(inputs[i], nullptr);
+        const std::span<const TensorView> given = options.outputs;
+        if (!given.empty()) {
+            check_given_outputs(*program_, bindings, inputs, given, {DeviceKind::CPU, 0});
+            // A result the stages make goes straight into its given output, whatever its strides
+            // (the stages write through slots, as they read any input view): run_fused writes into
+            // a value it finds made. An input, a view, a value returned twice, or an output not
+            // aligned to its element size is copied there after the run.
+            for (std::size_t r = 0; r < given.size(); ++r) {
+                const int v = plan_.results[r];
+                if (v >= plan_.num_params && !values[v].defined() &&
+                    reinterpret_cast<std::uintptr_t>(given[r].data) % dtype_size(given[r].dtype) == 0)
+                    values[v] = Tensor::wrap(given[r], nullptr);
+            }
+        }
         cpu::RunConfig config;
         config.threads = options.num_threads > 0 ? options.num_threads : cpu_num_threads();
         config.ordered = options.ordered;
@@ -73,9 +86,17 @@ public:
             std::lock_guard lock(cache_mutex_);
             cache_ = std::move(cache);
         }
+        std::vector<Tensor> out;
+        if (!given.empty()) {
+            for (std::size_t r = 0; r < given.size(); ++r) {
+                const Tensor& t = values[plan_.results[r]];
+                if (t.data() != given[r].data || t.view().strides != given[r].strides) copy_elements(given[r], t.view());
+                out.push_back(Tensor::wrap(given[r], nullptr));  // the caller's memory
+            }
+            return out;
+        }
         // Results own fresh contiguous memory: never the caller's inputs, a view, or one
         // tensor returned twice.
-        std::vector<Tensor> out;
         for (std::size_t r = 0; r < plan_.results.size(); ++r) {
             int v = plan_.results[r];
             const Tensor& t = values[v];

@@ -331,7 +331,8 @@ int balanced_width(std::int64_t lines, int threads, int width) {
 void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values,
                const Bindings& bindings, const RunConfig& config, StageCache& cache) {
     std::vector<std::int64_t> sizes = evaluate_shape(stage.shape, bindings);
-    for (int v : stage.outputs) values[v] = alloc_output(plan.values[v]->type().dtype, sizes);
+    for (int v : stage.outputs)  // made already: a caller's output (CpuExecutable::run)
+        if (!values[v].defined()) values[v] = alloc_output(plan.values[v]->type().dtype, sizes);
     std::int64_t numel = 1;
     for (auto s : sizes) numel *= s;
     if (numel == 0) return;

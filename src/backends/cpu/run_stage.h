@@ -15,7 +15,8 @@ struct RunConfig {
     bool ordered = false;
 };
 
-// Runs a Fused stage: reads values[stage.inputs], allocates and writes values[stage.outputs].
+// Runs a Fused stage: reads values[stage.inputs], writes values[stage.outputs] (allocated here
+// unless defined already: a caller's output memory).
 // `cache` is this stage's state from earlier runs (stage_cache.h), updated.
 void run_fused(const Stage& stage, const Plan& plan, std::vector<Tensor>& values,
                const Bindings& bindings, const RunConfig& config, StageCache& cache);
