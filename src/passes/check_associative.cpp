@@ -9,6 +9,7 @@
 //     and so is one whose float results alone differ after integers of the full range (wrapped)
 //     went in: as floats they stand for nothing a scan meets.
 // Inputs are deterministic (seeded, own generator) so a report is reproducible everywhere.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <random>
@@ -122,7 +123,10 @@ bool any_non_finite(const Values& vs) {
     return false;
 }
 
-Verdict compare(const Trial& t) {
+// Float results compare at the tolerance of their own dtype or of the least precise float the
+// combine computes in (`floor`), whichever is looser: a combine of f64 leaves that divides in f32
+// (torch's true division of integer counts, in its default dtype) rounds at f32.
+Verdict compare(const Trial& t, double floor) {
     double scale = magnitude(t.a) + magnitude(t.b) + magnitude(t.c) + magnitude(t.ab) +
                    magnitude(t.bc);
     bool differ_int = false, differ_float = false;
@@ -134,7 +138,7 @@ Verdict compare(const Trial& t) {
         } else if (std::isnan(x.f) && std::isnan(y.f)) {
             continue;
         } else if (x.f != y.f) {
-            double bound = tolerance(x.dtype) * (std::fabs(x.f) + std::fabs(y.f) + scale);
+            double bound = std::max(tolerance(x.dtype), floor) * (std::fabs(x.f) + std::fabs(y.f) + scale);
             differ_float = differ_float || !(std::fabs(x.f - y.f) <= bound);
         }
     }
@@ -143,6 +147,14 @@ Verdict compare(const Trial& t) {
                     any_non_finite(t.left_first) || any_non_finite(t.right_first) ||
                     (t.wide_ints && !differ_int);
     return overflow ? Verdict::Overflow : Verdict::Differ;
+}
+
+// The tolerance of the least precise float any node of the combine computes in (0: none).
+double coarsest_tolerance(const CombineTypes& types) {
+    double most = 0;
+    for (const auto& [node, type] : types.of)
+        if (is_float(type.dtype) && !type.weak) most = std::max(most, tolerance(type.dtype));
+    return most;
 }
 
 DType widened(DType t) { return is_float(t) ? DType::F64 : t; }
@@ -230,7 +242,9 @@ DType strong_dtype(const Type& t) {  // as make_scan types a literal-derived ope
 AssociativityReport check_associative(const Combine& combine, std::span<const DType> leaves,
                                       std::span<const DType> captured, int trials,
                                       std::uint64_t seed) {
-    CombineEvaluator f(combine, instantiate_combine(combine, leaves, captured, combine.loc));
+    const CombineTypes types = instantiate_combine(combine, leaves, captured, combine.loc);
+    CombineEvaluator f(combine, types);
+    const double floor = coarsest_tolerance(types);
     // Built on the first float difference, if ever.
     std::optional<std::optional<CombineEvaluator>> wide;
     Sampler sampler(seed);
@@ -245,13 +259,13 @@ AssociativityReport check_associative(const Combine& combine, std::span<const DT
         t.wide_ints = sampler.took_wide_ints();
         t.run(f);
         ++report.trials;
-        Verdict v = compare(t);
+        Verdict v = compare(t, floor);
         if (v == Verdict::Differ) {
             if (!wide) wide = widened_evaluator(combine, leaves, captured);
             if (*wide) {
                 Trial w = widen(t);
                 w.run(**wide);
-                v = compare(w);
+                v = compare(w, 0);
                 if (v == Verdict::Agree) ++report.rounding_only;
             }
         }

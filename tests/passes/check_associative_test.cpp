@@ -41,6 +41,12 @@ std::vector<Case> associative_cases() {
         Expr n = n1 + n2;
         return Exprs{n, m1 + (m2 - m1) * cast(DType::F64, n2) / cast(DType::F64, n)};
     });
+    // The same with its weight computed in f32, as torch traces `n2 / n` of integer counts (true
+    // division in its default dtype): associative to f32's rounding, not f64's.
+    auto mean_f32_weight = test::pair("mean_f32_weight", [](Expr n1, Expr m1, Expr n2, Expr m2) {
+        Expr n = n1 + n2;
+        return Exprs{n, m1 + (m2 - m1) * cast(DType::F64, cast(DType::F32, n2) / cast(DType::F32, n))};
+    });
     using enum DType;
     std::vector<Case> cases = {
         {"sum f32", sum, {F32}},       {"sum f64", sum, {F64}},
@@ -66,6 +72,7 @@ std::vector<Case> associative_cases() {
         {"matmul i32 wraps", test::matmul2x2(), {I32, I32, I32, I32}},
         {"mean with an i64 count", mean_int_count, {I64, F64}},
         {"mean with an i32 count", mean_int_count, {I32, F64}},
+        {"mean of f64 values weighted in f32", mean_f32_weight, {I64, F64}},
         {"welford f32", test::welford(), {F32, F32, F32}},
         {"welford f64", test::welford(), {F64, F64, F64}},
         {"segmented sum f32", test::segmented_sum(), {F32, Bool}},
@@ -162,6 +169,12 @@ TEST(CheckAssociative, IntegerLeavesBesideFloatsStillExposeANonAssociativeFloatP
     DType leaves[] = {DType::I64, DType::F64};
     for (std::uint64_t seed = 0; seed < 8; ++seed)
         EXPECT_FALSE(check_associative(*count_and_sub, leaves, {}, 256, seed).associative) << seed;
+    // Nor does an f32 step inside (f32's looser tolerance then) hide it.
+    auto count_and_sub_f32 = test::pair("count_and_sub_f32", [](Expr n1, Expr x1, Expr n2, Expr x2) {
+        return Exprs{n1 + n2, x1 - x2 * cast(DType::F64, cast(DType::F32, n2))};
+    });
+    for (std::uint64_t seed = 0; seed < 8; ++seed)
+        EXPECT_FALSE(check_associative(*count_and_sub_f32, leaves, {}, 256, seed).associative) << seed;
 }
 
 TEST(CheckAssociative, CounterexampleNamesCapturedValuesAndTuples) {
