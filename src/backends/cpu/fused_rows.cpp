@@ -87,8 +87,12 @@ FusedRows::FusedRows(const StageCode& code, const Layout& L) : code_(code), L_(L
         leaf_bytes_.push_back(static_cast<int>(dtype_size(code.leaf_compute[k])));
         if (int o = code.store_alias[k]; o >= 0 && L.out[o].esize != leaf_bytes_[k]) return;
     }
-    if (mem_fns().row_scan &&
-               std::all_of(code.leaf_compute.begin(), code.leaf_compute.end(), [](DType t) { return t == DType::F32; })) {
+    // A one-op combine takes its block loop (f32: VecScan, ops_serial.inc), any other f32 one the
+    // register row scan. The row scan's levels cost a one-op f32 scan more ops a step (forty-
+    // ninth session, 2 threads, GB/s row scan -> block loop: `x * 2.0` summed along 4096 x 4096
+    // 51.3 -> 58.8, along 3 x 2^24 27.7 -> 34.4; an f16 sum 25.7 -> 30.1).
+    if (!code.one_op_block && mem_fns().row_scan &&
+        std::all_of(code.leaf_compute.begin(), code.leaf_compute.end(), [](DType t) { return t == DType::F32; })) {
         std::set<int> ready;
         prog_.leaves = leaves_;
         for (int k = 0; k < leaves_; ++k) {
@@ -126,6 +130,21 @@ FusedRows::FusedRows(const StageCode& code, const Layout& L) : code_(code), L_(L
 
     std::set<int> made;  // what the prologue computes (Keep::Reuse keeps only the leaves' copies)
     for (const Instr& in : code.step) made.insert(in.dst);
+    // A Save's prologue may write each leaf straight into its kept row where the leaf's register
+    // is its own (no other leaf's, no input read in place), written once by the prologue and read
+    // by none of its instructions (a Load's slot counts as a read: conservative).
+    save_direct_ = true;
+    for (int k = 0; k < leaves_; ++k) {
+        const int x = code.x[k];
+        int writes = 0, reads = 0;
+        for (const Instr& in : code.step) {
+            writes += in.dst == x && !stored_dtype(in);
+            reads += in.a == x || in.b == x || in.c == x;
+        }
+        const bool shared = std::count(code.x.begin(), code.x.end(), x) > 1 ||
+                            std::any_of(code.in_alias.begin(), code.in_alias.end(), [&](auto& rs) { return rs.first == x; });
+        save_direct_ = save_direct_ && writes == 1 && reads == 0 && !shared;
+    }
     keeps_ = std::none_of(code.epilogue.begin(), code.epilogue.end(), [&](const Instr& in) {
         return made.count(in.a) || made.count(in.b) || made.count(in.c);
     });
@@ -137,6 +156,7 @@ FusedRows::FusedRows(const StageCode& code, const Layout& L) : code_(code), L_(L
     f_.regs = regs_.data();
     for (int r = 0; r < code.num_regs; ++r) f_.ptrs.push_back(f_.regs + r * kRegBytes);
     for (auto& [r, s] : code.consts) fill_const(f_.ptrs[r], s.dtype, s.f, s.i, kFusedLanes);
+    for (int k = 0; k < leaves_; ++k) own_x_.push_back(f_.ptrs[code.x[k]]);
     f_.in_rows.assign(L.in.size(), nullptr);
     f_.out_rows.assign(L.out.size(), nullptr);
     f_.tee_rows.assign(L.out.size(), nullptr);
@@ -209,7 +229,7 @@ void FusedRows::scan_registers(const float* const* xs, float* const* out, const 
 }
 
 void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, const std::uint64_t* carry,
-                     bool store, std::uint64_t* last, Keep keep) {
+                     bool store, std::uint64_t* last, Keep keep, const Span* next) {
     const MemFns& m = mem_fns();
     const int width = static_cast<int>(std::min<std::int64_t>(kFusedLanes, steps));
     for (std::size_t s = 0; s < L_.in.size(); ++s) f_.in_base[s] = L_.in[s].base;  // this run's
@@ -231,8 +251,12 @@ void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, 
     bool has = carry != nullptr;
     if (has) std::copy(carry, carry + leaves_, cur);
     const std::size_t leaf_row = (kFusedLanes + 16) * 8;
-    if (keep == Keep::Save) kept_.resize(static_cast<std::size_t>(steps) * leaves_ * 8);
-    const auto kept = [&](int k, std::int64_t t0) { return kept_.data() + (k * steps + t0) * leaf_bytes_[k]; };
+    // Kept leaves a row each, 8 bytes a step and a vector's slack apart.
+    const std::int64_t kept_row = (steps + 16) * 8;
+    if (keep == Keep::Save) kept_.resize(static_cast<std::size_t>(kept_row * leaves_));
+    const auto kept = [&](int k, std::int64_t t0) { return kept_.data() + k * kept_row + t0 * leaf_bytes_[k]; };
+    // A forward Save has the prologue write each leaf into its kept row itself (no copy).
+    const bool save_direct = keep == Keep::Save && save_direct_ && dir_ > 0;
     for (std::int64_t t0 = 0; t0 < steps; t0 += kFusedLanes) {
         const int n = static_cast<int>(std::min<std::int64_t>(kFusedLanes, steps - t0));
         // The block's lowest address in memory: its first walking step, or its last walking down.
@@ -240,6 +264,8 @@ void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, 
         for (std::size_t s = 0; s < L_.in.size(); ++s)
             if (L_.in[s].tiled && L_.in[s].step != 0) f_.in_rows[s] = at(L_.in[s], line, low);
         for (auto [r, s] : code_.in_alias) f_.ptrs[r] = const_cast<std::byte*>(f_.in_rows[s]);  // read only
+        if (save_direct)
+            for (int k = 0; k < leaves_; ++k) f_.ptrs[code_.x[k]] = kept(k, t0);
         if (keep != Keep::Reuse) run_code(code_.step, f_, 0, n);
         std::vector<std::byte*>& out_mem = out_mem_;  // each output's block
         for (std::size_t o = 0; o < L_.out.size(); ++o) out_mem[o] = at(L_.out[o], line, low);
@@ -262,18 +288,21 @@ void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, 
                 reverse_copy(rev, xs[k], n, leaf_bytes_[k]);
                 xs[k] = rev;
             }
-            if (keep == Keep::Save) {
+            if (keep == Keep::Save && !save_direct) {
                 std::memcpy(kept(k, t0), xs[k], static_cast<std::size_t>(n) * leaf_bytes_[k]);
                 xs[k] = kept(k, t0);
             }
         }
         // The next block's inputs, prefetched in step with the scan: its compute then overlaps
         // their loads (the blocks' phases in turn, with none, ran at half the plain scan's speed).
+        // Given `next`, this span's inputs were read just before (its total): those of `next`.
         const std::byte* ahead[kSegMaxLeaves] = {};
-        const std::int64_t next_n = std::min<std::int64_t>(kFusedLanes, steps - t0 - n);
+        const Span ahead_span = next ? Span{next->line, next->start + t0, next->steps - t0}
+                                     : Span{line, start + t0 + n, steps - t0 - n};
+        const std::int64_t next_n = std::min<std::int64_t>(next ? n : kFusedLanes, ahead_span.steps);
         for (int s = 0, k = 0; next_n > 0 && s < static_cast<int>(L_.in.size()) && k < kSegMaxLeaves; ++s)
             if (L_.in[s].tiled && L_.in[s].step != 0)
-                ahead[k++] = at(L_.in[s], line, start + t0 + n + (dir_ > 0 ? 0 : next_n - 1));
+                ahead[k++] = at(L_.in[s], ahead_span.line, ahead_span.start + (dir_ > 0 ? 0 : next_n - 1));
         if (engine_ == Engine::OneOp) {
             std::uint64_t end = 0;
             code_.one_op_block(has ? reinterpret_cast<const std::byte*>(cur) : nullptr, xs[0], store ? scans[0] : nullptr,
@@ -308,6 +337,8 @@ void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, 
         if (L_.stream)  // the Stores' staging rows
             for (int o : staged_) m.stream_copy(out_mem[o], f_.out_rows[o], static_cast<std::size_t>(n) * L_.out[o].esize);
     }
+    if (save_direct)  // the leaves' registers back on their own rows
+        for (int k = 0; k < leaves_; ++k) f_.ptrs[code_.x[k]] = own_x_[k];
     std::copy(cur, cur + leaves_, last);
 }
 

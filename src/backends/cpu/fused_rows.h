@@ -47,9 +47,14 @@ public:
 
     // Walking steps [start, start + steps) of `line`: from `carry` (per leaf, its compute value's
     // bytes; null: none), into the outputs where `store`; each leaf's last scanned value into
-    // `last`.
+    // `last`. Each block prefetches the inputs of the next one, or given `next` (steps [start,
+    // start + steps) of a line: the caller's next span, where this one's inputs are in L2 from
+    // its total) those at the same place there.
+    struct Span {
+        std::int64_t line, start, steps;
+    };
     void scan(std::int64_t line, std::int64_t start, std::int64_t steps, const std::uint64_t* carry,
-              bool store, std::uint64_t* last, Keep keep = Keep::None);
+              bool store, std::uint64_t* last, Keep keep = Keep::None, const Span* next = nullptr);
 
 private:
     enum class Engine { None, OneOp, Registers };
@@ -71,7 +76,9 @@ private:
     std::vector<int> leaf_bytes_;
     bool direct_ = false;  // the scans written straight into the outputs (no epilogue)
     bool keeps_ = false;
+    bool save_direct_ = false;  // a Save's prologue may write the leaves into kept_ itself
     Scratch kept_;  // Keep::Save's leaves, walking order, leaf after leaf
+    std::vector<std::byte*> own_x_;  // per leaf, its register's own row in the frame
     // Engine::Registers: storing every leaf, none (and its vectors paired up first), and those
     // the outputs store.
     SegProgram prog_, totals_, folded_, direct_prog_;

@@ -223,10 +223,14 @@ void run_fused_spans(const StageCode& code, const Layout& L, int threads, std::v
         FusedRows& f = *ts[p].fused_rows(code, L);
         f.scan(blk.line, blk.start, blk.steps, nullptr, false, out, f.keeps() ? Keep::Save : Keep::None);
     };
-    auto scan = [&](int p, const Block& blk, const std::uint64_t* prefix, const Block*, bool totalled) {
+    auto scan = [&](int p, const Block& blk, const std::uint64_t* prefix, const Block* next, bool totalled) {
         FusedRows& f = *ts[p].fused_rows(code, L);
         std::array<std::uint64_t, kSegMaxLeaves> last{};
-        f.scan(blk.line, blk.start, blk.steps, prefix, true, last.data(), totalled && f.keeps() ? Keep::Reuse : Keep::None);
+        // After its total (this block's inputs in L2), the scan prefetches this thread's next
+        // block for that one's total.
+        const FusedRows::Span span = next ? FusedRows::Span{next->line, next->start, next->steps} : FusedRows::Span{};
+        f.scan(blk.line, blk.start, blk.steps, prefix, true, last.data(), totalled && f.keeps() ? Keep::Reuse : Keep::None,
+               totalled && next ? &span : nullptr);
     };
     chain_spans(code, L, threads, 1, ts, total, scan);
 }
