@@ -122,6 +122,25 @@ def test_a_running_mean_with_an_integer_count_is_associative():
     torch.testing.assert_close(mean, x.cumsum(1) / counts.cumsum(1))
 
 
+def test_f64_statistics_weighted_by_torchs_f32_division_of_integer_counts_are_accepted():
+    # `n2 / n` of int64 counts is true division in torch's default dtype, f32: the combine is
+    # associative to f32's rounding, though its value leaves are f64 (found by fuzzing).
+    def welford(left, right):
+        n1, m1, s1 = left
+        n2, m2, s2 = right
+        n = n1 + n2
+        d = m2 - m1
+        return n, m1 + d * (n2 / n).to(m1.dtype), s1 + s2 + d * d * (n1 * n2 / n).to(m1.dtype)
+
+    x = torch.randn(3, 33, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    xs = (torch.ones_like(x, dtype=torch.int64), x, torch.zeros_like(x))
+    got = st.associative_scan(welford, xs, 1)
+    want = loop_scan(welford, xs, 1)
+    assert torch.equal(got[0], want[0])
+    torch.testing.assert_close(got[1], want[1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got[2], want[2], rtol=1e-5, atol=1e-6)
+
+
 def test_mixed_dtypes_promote_as_in_torch():
     ints = integers(33, seed=3).to(torch.int32)
     step = torch.tensor(3, dtype=torch.int64)  # zero-dim: does not widen int32 leaves
