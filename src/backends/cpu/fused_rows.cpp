@@ -149,14 +149,11 @@ FusedRows::FusedRows(const StageCode& code, const Layout& L) : code_(code), L_(L
         return made.count(in.a) || made.count(in.b) || made.count(in.c);
     });
 
-    // The bytecode's frame, kFusedLanes lanes a register (8 bytes a lane, as Worker's).
-    constexpr std::size_t kRegBytes = kFusedLanes * 8;
     regs_.resize(std::max(code.num_regs, 1) * kRegBytes);
     if (Scratch::poison()) std::memset(regs_.data(), 0xFF, regs_.size());
     f_.regs = regs_.data();
-    for (int r = 0; r < code.num_regs; ++r) f_.ptrs.push_back(f_.regs + r * kRegBytes);
+    for (int r = 0; r < code.num_regs; ++r) f_.ptrs.push_back(own_row(r));
     for (auto& [r, s] : code.consts) fill_const(f_.ptrs[r], s.dtype, s.f, s.i, kFusedLanes);
-    for (int k = 0; k < leaves_; ++k) own_x_.push_back(f_.ptrs[code.x[k]]);
     f_.in_rows.assign(L.in.size(), nullptr);
     f_.out_rows.assign(L.out.size(), nullptr);
     f_.tee_rows.assign(L.out.size(), nullptr);
@@ -338,7 +335,7 @@ void FusedRows::scan(std::int64_t line, std::int64_t start, std::int64_t steps, 
             for (int o : staged_) m.stream_copy(out_mem[o], f_.out_rows[o], static_cast<std::size_t>(n) * L_.out[o].esize);
     }
     if (save_direct)  // the leaves' registers back on their own rows
-        for (int k = 0; k < leaves_; ++k) f_.ptrs[code_.x[k]] = own_x_[k];
+        for (int k = 0; k < leaves_; ++k) f_.ptrs[code_.x[k]] = own_row(code_.x[k]);
     std::copy(cur, cur + leaves_, last);
 }
 

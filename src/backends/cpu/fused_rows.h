@@ -67,6 +67,10 @@ private:
     std::byte* at(const Slot& s, std::int64_t line, std::int64_t t) const {
         return s.base + (L_.line_offset(s, line) + t * s.step) * s.esize;
     }
+    // The bytecode frame's registers, kFusedLanes lanes of 8 bytes each (as Worker's); register
+    // r's own row.
+    static constexpr std::size_t kRegBytes = kFusedLanes * 8;
+    std::byte* own_row(int r) { return regs_.data() + r * kRegBytes; }
 
     const StageCode& code_;
     const Layout& L_;
@@ -78,7 +82,6 @@ private:
     bool keeps_ = false;
     bool save_direct_ = false;  // a Save's prologue may write the leaves into kept_ itself
     Scratch kept_;  // Keep::Save's leaves, walking order, leaf after leaf
-    std::vector<std::byte*> own_x_;  // per leaf, its register's own row in the frame
     // Engine::Registers: storing every leaf, none (and its vectors paired up first), and those
     // the outputs store.
     SegProgram prog_, totals_, folded_, direct_prog_;

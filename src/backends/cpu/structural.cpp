@@ -10,36 +10,6 @@ namespace scanc::cpu {
 
 namespace {
 
-// Copies `src` into `dst` (same sizes, any strides), element by element along the last dim.
-void copy_strided(const TensorView& dst, const TensorView& src) {
-    std::int64_t n = src.numel();
-    if (n == 0) return;
-    int rank = src.rank();
-    std::size_t e = dtype_size(src.dtype);
-    if (rank == 0) {
-        std::memcpy(dst.data, src.data, e);
-        return;
-    }
-    std::vector<std::int64_t> index(rank, 0);
-    std::int64_t inner = src.sizes[rank - 1];
-    auto* d = static_cast<char*>(dst.data);
-    auto* s = static_cast<const char*>(src.data);
-    for (std::int64_t row = 0; row < n / inner; ++row) {
-        std::int64_t od = 0, os = 0;
-        for (int k = 0; k < rank - 1; ++k) {
-            od += index[k] * dst.strides[k];
-            os += index[k] * src.strides[k];
-        }
-        std::int64_t ds = dst.strides[rank - 1], ss = src.strides[rank - 1];
-        for (std::int64_t i = 0; i < inner; ++i)
-            std::memcpy(d + (od + i * ds) * static_cast<std::int64_t>(e),
-                        s + (os + i * ss) * static_cast<std::int64_t>(e), e);
-        for (int k = rank - 1; k-- > 0;)
-            if (++index[k] < src.sizes[k]) break;
-            else index[k] = 0;
-    }
-}
-
 // A view of `t` narrowed along `dim` to [start, start + len*step) with the given step.
 Tensor narrow(const Tensor& t, int dim, std::int64_t start, std::int64_t len, std::int64_t step) {
     TensorView v = t.view();
@@ -70,7 +40,7 @@ void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindi
         for (int v : stage.inputs) {
             const Tensor& x = values[v];
             std::int64_t len = x.sizes()[dim];
-            copy_strided(narrow(out, dim, at, len, 1).view(), x.view());
+            copy_elements(narrow(out, dim, at, len, 1).view(), x.view());
             at += len;
         }
     } else {
@@ -82,8 +52,8 @@ void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindi
             throw CompileError(node.loc, cat("interleave needs the even part to be as long as the "
                                              "odd part or one longer along dim ", dim, ", got ", ne,
                                              " and ", no));
-        copy_strided(narrow(out, dim, 0, ne, 2).view(), even.view());
-        copy_strided(narrow(out, dim, 1, no, 2).view(), odd.view());
+        copy_elements(narrow(out, dim, 0, ne, 2).view(), even.view());
+        copy_elements(narrow(out, dim, 1, no, 2).view(), odd.view());
     }
     values[stage.outputs[0]] = std::move(out);
 }
