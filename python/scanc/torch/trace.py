@@ -27,13 +27,12 @@ it.
 
 from __future__ import annotations
 
-import operator
-import types
-
 import torch
-import torch.nn.functional as F
 
 from . import pytrees
+from .composites import COMPOSITES
+from .spellings import (ATEN_TABLE, CAST_METHODS, FLOAT_FUNCTIONS, OPTIONS, PARAMS, PY_TABLE,
+                        SAME_FUNCTIONS, TABLE)
 
 DTYPE_NAMES = {  # torch dtype -> scanc dtype name
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
@@ -41,136 +40,10 @@ DTYPE_NAMES = {  # torch dtype -> scanc dtype name
     torch.float32: "f32", torch.float64: "f64",
 }
 
-# Every spelling of an operation maps to one entry (kind, op). Kinds: "bin" (a binary operation
-# named by op, torch's type promotion applied, see _binary), "rbin" (the same, reflected),
-# "fn" (a scanc function of promoted operands), "special" (_apply_special), "identity",
-# "unary" (op: "neg", "not" (logical), "invert" (bitwise)).
-_BINARY = (
-    "add", "sub", "mul", "truediv", "floordiv", "remainder", "fmod", "div", "pow", "lt", "le",
-    "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "minimum",
-    "maximum", "fmin", "fmax", "logaddexp")
-_ALIASES = {  # torch name -> the operation it spells
-    "subtract": "sub", "multiply": "mul", "true_divide": "truediv", "divide": "div",
-    "floor_divide": "floordiv", "less": "lt", "less_equal": "le", "greater": "gt",
-    "greater_equal": "ge", "not_equal": "ne", "float_power": "pow",
-}
-_DUNDERS = {  # __X__ / __rX__ of torch.Tensor -> the operation
-    "add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv", "div": "truediv",
-    "floordiv": "floordiv", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
-    "or": "bitwise_or", "xor": "bitwise_xor", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
-    "eq": "eq", "ne": "ne", "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
-}
-_FLOAT_FUNCTIONS = {  # torch name -> scanc function; integer operands become floats, as in torch
-    "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
-    "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "expit": "sigmoid",
-    "softplus": "softplus", "sin": "sin", "cos": "cos",
-}
-_SAME_FUNCTIONS = {"abs": "abs", "absolute": "abs", "floor": "floor", "ceil": "ceil"}
-_SPECIAL = ("square", "reciprocal", "clamp", "clip", "clamp_min", "clamp_max", "rsub", "max",
-            "min", "to", "type", "float", "double", "half", "bfloat16", "int", "long", "bool",
-            "where", "trunc", "fix")
-_IDENTITY = ("clone", "contiguous", "detach", "positive")
-
-_OWNERS = (torch, torch.Tensor, torch._C.TensorBase, torch.special, F)
-
-
-def _build_table() -> dict:
-    table = {}
-
-    def add(name, entry):
-        for owner in _OWNERS:
-            fn = getattr(owner, name, None)
-            if fn is not None and fn not in table:
-                table[fn] = entry
-
-    for name in _BINARY:
-        add(name, ("bin", name))
-    for name, op in _ALIASES.items():
-        add(name, ("bin", op))
-    for name, op in {**_FLOAT_FUNCTIONS, **_SAME_FUNCTIONS}.items():
-        add(name, ("fn", name))
-    for name in _SPECIAL:
-        add(name, ("special", name))
-    for name in _IDENTITY:
-        add(name, ("identity", None))
-    for name, op in (("neg", "neg"), ("negative", "neg"), ("logical_not", "not"),
-                     ("bitwise_not", "invert")):
-        add(name, ("unary", op))
-    for owner in (torch.Tensor, torch._C.TensorBase):
-        for name, op in _DUNDERS.items():
-            for fn, kind in ((getattr(owner, f"__{name}__", None), "bin"),
-                             (getattr(owner, f"__r{name}__", None), "rbin")):
-                if fn is not None and fn not in table:
-                    table[fn] = (kind, op)
-        for name, entry in (("__neg__", ("unary", "neg")), ("__invert__", ("unary", "invert")),
-                            ("__abs__", ("fn", "abs"))):
-            fn = getattr(owner, name, None)
-            if fn is not None:
-                table.setdefault(fn, entry)
-    # Strict torch.export hands Python's operators over as they are.
-    for name, entry in (("add", ("bin", "add")), ("sub", ("bin", "sub")), ("mul", ("bin", "mul")),
-                        ("truediv", ("bin", "truediv")), ("floordiv", ("bin", "floordiv")),
-                        ("mod", ("bin", "remainder")), ("pow", ("bin", "pow")),
-                        ("and_", ("bin", "bitwise_and")), ("or_", ("bin", "bitwise_or")),
-                        ("xor", ("bin", "bitwise_xor")), ("lshift", ("bin", "bitwise_left_shift")),
-                        ("rshift", ("bin", "bitwise_right_shift")), ("lt", ("bin", "lt")),
-                        ("le", ("bin", "le")), ("gt", ("bin", "gt")), ("ge", ("bin", "ge")),
-                        ("eq", ("bin", "eq")), ("ne", ("bin", "ne")), ("neg", ("unary", "neg")),
-                        ("invert", ("unary", "invert")), ("abs", ("fn", "abs")),
-                        ("pos", ("identity", None))):
-        table.setdefault(getattr(operator, name), entry)
-    # Dynamo may hand over the undecorated function behind a Python-level Tensor method.
-    for fn, entry in list(table.items()):
-        while getattr(fn, "__wrapped__", None) is not None:
-            fn = fn.__wrapped__
-            table.setdefault(fn, entry)
-    return table
-
-
-def _build_aten_table() -> dict:
-    """The same entries keyed by aten overload packets, for combine graphs of aten ops (the
-    subgraph PyTorch's own associative_scan carries in an exported program)."""
-    aten, table = torch.ops.aten, {}
-    names = ([(n, ("bin", n)) for n in _BINARY] + [(n, ("bin", op)) for n, op in _ALIASES.items()]
-             + [(n, ("fn", n)) for n in (*_FLOAT_FUNCTIONS, *_SAME_FUNCTIONS)]
-             + [(n, ("special", n)) for n in _SPECIAL] + [(n, ("identity", None)) for n in _IDENTITY]
-             + [("alias", ("identity", None)), ("view_as", ("identity", None)),
-                ("_to_copy", ("special", "to")), ("neg", ("unary", "neg")),
-                ("logical_not", ("unary", "not")), ("bitwise_not", ("unary", "invert"))]
-             + [(f"__{n}__", ("bin", op)) for n, op in _DUNDERS.items()])
-    for name, entry in names:
-        packet = getattr(aten, name, None)
-        if packet is not None:
-            table.setdefault(packet, entry)
-    table[torch.ops.prims.convert_element_type] = ("special", "to")
-    return table
-
-
-_TABLE = _build_table()
-_ATEN_TABLE = _build_aten_table()
-# Python-level functions (torch/_tensor.py's __rdiv__, ...) are looked up by identity in a list:
-# under Dynamo a dict lookup keyed by one of them fails its own guard.
-_PY_TABLE = [(fn, entry) for fn, entry in _TABLE.items() if isinstance(fn, types.FunctionType)]
-for _fn, _ in _PY_TABLE:
-    del _TABLE[_fn]
-# Casting methods: target dtype per method name.
-_CAST_METHODS = {"float": torch.float32, "double": torch.float64, "half": torch.float16,
-                 "bfloat16": torch.bfloat16, "int": torch.int32, "long": torch.int64,
-                 "bool": torch.bool}
-# Parameter names of the operations that take keywords in place of positions.
-_PARAMS = {"where": ("condition", "input", "other"), "pow": ("input", "exponent"),
-           "clamp": ("input", "min", "max"), "clip": ("input", "min", "max"),
-           "clamp_min": ("input", "min"), "clamp_max": ("input", "max"),
-           "softplus": ("input", "beta", "threshold"), "to": ("input", "dtype"),
-           "type": ("input", "dtype")}
-_OPTIONS = ("alpha", "rounding_mode", "beta", "threshold", "dtype", "min", "max",
-            # what an aten _to_copy may carry besides the dtype; nothing for a scalar
-            "layout", "device", "pin_memory", "memory_format", "non_blocking")
-
 # torch's type promotion (c10's result_type) over scanc's dtypes, precomputed outside Dynamo.
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _PROMOTE = {(a, b): torch.promote_types(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
+_CAN_CAST = {(a, b): torch.can_cast(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
 # Tensor attributes that are data, not methods: only dtype has a meaning for a traced scalar.
 _TENSOR_DATA = frozenset(n for n in dir(torch.Tensor)
                          if not n.startswith("_") and not callable(getattr(torch.Tensor, n, None)))
@@ -229,6 +102,20 @@ class Tracer:
     def __ge__(self, o): return _binary("ge", self, o)
     def __eq__(self, o): return _binary("eq", self, o)  # type: ignore[override]
     def __ne__(self, o): return _binary("ne", self, o)  # type: ignore[override]
+    # In place, as torch's: the operand takes the result (cast back to its dtype), and so does
+    # every name bound to it.
+    def __iadd__(self, o): return _assign(self, _binary("add", self, o))
+    def __isub__(self, o): return _assign(self, _binary("sub", self, o))
+    def __imul__(self, o): return _assign(self, _binary("mul", self, o))
+    def __itruediv__(self, o): return _assign(self, _binary("truediv", self, o))
+    def __ifloordiv__(self, o): return _assign(self, _binary("floordiv", self, o))
+    def __imod__(self, o): return _assign(self, _binary("remainder", self, o))
+    def __ipow__(self, o): return _assign(self, _binary("pow", self, o))
+    def __iand__(self, o): return _assign(self, _binary("bitwise_and", self, o))
+    def __ior__(self, o): return _assign(self, _binary("bitwise_or", self, o))
+    def __ixor__(self, o): return _assign(self, _binary("bitwise_xor", self, o))
+    def __ilshift__(self, o): return _assign(self, _binary("bitwise_left_shift", self, o))
+    def __irshift__(self, o): return _assign(self, _binary("bitwise_right_shift", self, o))
     def __neg__(self): return _unary("neg", self)
     def __pos__(self): return self
     def __invert__(self): return _unary("invert", self)
@@ -618,9 +505,9 @@ def _unary(op: str, x) -> Tracer:
 def _function(name: str, args) -> Tracer:
     rec = _find_recorder(args)
     dtype = _result_type(*args)
-    if name in _FLOAT_FUNCTIONS and dtype not in _FLOATS:
+    if name in FLOAT_FUNCTIONS and dtype not in _FLOATS:
         dtype = torch.get_default_dtype()
-    return _call(rec, _FLOAT_FUNCTIONS.get(name) or _SAME_FUNCTIONS[name], args, dtype, dtype)
+    return _call(rec, FLOAT_FUNCTIONS.get(name) or SAME_FUNCTIONS[name], args, dtype, dtype)
 
 
 def _positional(op, args, kwargs) -> tuple[list, dict]:
@@ -629,13 +516,13 @@ def _positional(op, args, kwargs) -> tuple[list, dict]:
     args, kwargs = list(args), dict(kwargs)
     if "self" in kwargs:
         kwargs["input"] = kwargs.pop("self")
-    names = _PARAMS.get(op, ("input", "other"))
+    names = PARAMS.get(op, ("input", "other"))
     for name in names[len(args):]:
         if name not in kwargs:
             break
         args.append(kwargs.pop(name))
     for name in kwargs:
-        if name not in _OPTIONS:
+        if name not in OPTIONS:
             raise ValueError(f"associative_scan: the keyword `{name}=` of `{op}` is not "
                              f"supported inside a combine")
     return args, kwargs
@@ -643,24 +530,35 @@ def _positional(op, args, kwargs) -> tuple[list, dict]:
 
 def _apply(func, args, kwargs) -> Tracer:
     entry = None
-    for fn, e in _PY_TABLE:
+    for fn, e in PY_TABLE:
         if fn is func:
             entry = e
     if entry is None:
-        entry = _TABLE.get(func)
+        entry = TABLE.get(func)
     if entry is None and isinstance(func, torch._ops.OpOverload):
-        entry = _ATEN_TABLE.get(func.overloadpacket)
+        entry = ATEN_TABLE.get(func.overloadpacket)
     if entry is None:
         raise ValueError(f"associative_scan: the operation `{_describe(func)}` is not "
                          f"supported inside a combine (supported: elementwise arithmetic, "
-                         f"comparisons, where, min/max, exp/log family, casts)")
+                         f"comparisons, where, min/max, exp/log family, NaN and infinity "
+                         f"tests, casts; docs/python.md lists them)")
     kind, op = entry
+    if kind == "inplace":
+        return _assign(args[0], _apply(getattr(torch.Tensor, op), args, kwargs))
+    if kind == "composite":
+        kwargs = dict(kwargs)
+        if "self" in kwargs:
+            kwargs["input"] = kwargs.pop("self")
+        in_place = kwargs.pop("inplace", False)  # torch.nn.functional's
+        result = COMPOSITES[op](*args, **kwargs)
+        return _assign(args[0] if args else kwargs["input"], result) if in_place else result
     args, kwargs = _positional(op, args, kwargs)
     rec = _find_recorder(args)
     if kind == "special":
         return _apply_special(rec, op, args, kwargs)
     if kind == "identity":
-        return args[0]
+        x = args[0]
+        return Tracer(rec, x._name, x._dtype) if op == "copy" and isinstance(x, Tracer) else x
     if kind == "unary":
         return _unary(op, args[0])
     if kind == "rbin":
@@ -716,12 +614,32 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
             raise ValueError(f"associative_scan: torch.{name} inside a combine needs two "
                              f"operands (elementwise); reductions are not supported")
         return _binary("minimum" if name == "min" else "maximum", x, other)
+    if name in ("zeros_like", "ones_like", "full_like"):
+        fill = {"zeros_like": 0, "ones_like": 1}.get(name)
+        if fill is None:
+            fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
+        return _cast(rec, _python_number(fill), kwargs.get("dtype") or _typeof(x)[0])
     if name in ("to", "type"):
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if not isinstance(dtype, torch.dtype):
             raise ValueError("associative_scan: .to() inside a combine takes a dtype only")
         return _cast(rec, x, dtype)
-    return _cast(rec, x, _CAST_METHODS[name])
+    return _cast(rec, x, CAST_METHODS[name])
+
+
+def _assign(target, result) -> Tracer:
+    """target, now holding result, as after torch's in-place operations: cast back to target's
+    dtype where torch would, refused where torch refuses (a float result into an int)."""
+    if not isinstance(target, Tracer):
+        raise ValueError("associative_scan: a combine cannot modify a captured tensor in place")
+    dtype = _typeof(result)[0]
+    if dtype != target._dtype:
+        if not _CAN_CAST.get((dtype, target._dtype), False):
+            raise ValueError(f"associative_scan: an in-place operation on a {target._dtype} "
+                             f"operand gives {dtype}, which torch does not cast back into it")
+        result = _cast(target._rec, result, target._dtype)
+    target._name = _operand(target._rec, result)
+    return target
 
 
 def _describe(func) -> str:

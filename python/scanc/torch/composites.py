@@ -1,0 +1,165 @@
+"""torch operations a combine may use that scanc has no operation for, written as compositions
+of those it has, the way torch's own decompositions write them. Each keeps torch's meaning where
+it matters to a scan: NaN and the infinities, signed zeros, result dtypes, which operand a
+branch takes, and (for f16 and bf16) one rounding at the end, since torch computes these in f32.
+
+They call torch's functions on traced operands (trace.Tracer), which trace.py translates like
+any other operation of a combine; spellings.py maps every torch spelling of each name (torch.X,
+Tensor.X, torch.special.X, torch.nn.functional.X, aten.X, and X_ in place) to it. Written to be
+traced by Dynamo too: plain functions, constants built at import time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+_INF = math.inf
+_NARROW = (torch.float16, torch.bfloat16)
+_FLOATS = (*_NARROW, torch.float32, torch.float64)
+_LARGEST = {d: torch.finfo(d).max for d in _FLOATS}  # read outside Dynamo
+
+
+def _dtype(v) -> torch.dtype | None:
+    return getattr(v, "dtype", None)  # a traced operand or a captured tensor; None for a number
+
+
+def _float_of(v) -> torch.dtype:
+    return v.dtype if v.dtype in _FLOATS else torch.get_default_dtype()
+
+
+def _is_float(v) -> bool:
+    return _dtype(v) in _FLOATS or isinstance(v, float)
+
+
+def _narrow(*operands) -> torch.dtype | None:
+    """The f16 or bf16 dtype of the result when every float operand is that dtype (torch then
+    computes in f32 and rounds once), else None."""
+    dtypes = {_dtype(v) for v in operands if _dtype(v) in _FLOATS}
+    return dtypes.pop() if len(dtypes) == 1 and dtypes <= set(_NARROW) else None
+
+
+def _in_f32(fn, *operands):
+    """fn of the operands, computed in f32 and rounded to their dtype where that is f16 or
+    bf16, as torch's kernels do (their opmath type)."""
+    narrow = _narrow(*operands)
+    if narrow is None:
+        return fn(*operands)
+    wide = [v.float() if _dtype(v) == narrow else v for v in operands]
+    return fn(*wide).to(narrow)
+
+
+def _refuse_unless_float(name: str, *operands) -> None:
+    if not any(_is_float(v) for v in operands):
+        dtypes = ", ".join(str(_dtype(v) or type(v).__name__) for v in operands)
+        raise ValueError(f"associative_scan: torch.{name} needs a floating-point operand (as in "
+                         f"torch), got {dtypes}")
+
+
+def isnan(input):
+    return input != input
+
+
+def isinf(input):
+    return torch.abs(input) == _INF if _is_float(input) else input != input
+
+
+def isposinf(input):
+    return input == _INF if _is_float(input) else input != input
+
+
+def isneginf(input):
+    return input == -_INF if _is_float(input) else input != input
+
+
+def isfinite(input):
+    return torch.abs(input) < _INF if _is_float(input) else input == input
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    if not _is_float(input):
+        return input
+    largest = _LARGEST[input.dtype]
+    # Each test on the operand itself, so that a replacement is never replaced again.
+    x = torch.where(input == -_INF, -largest if neginf is None else neginf, input)
+    x = torch.where(input == _INF, largest if posinf is None else posinf, x)
+    return torch.where(input != input, 0.0 if nan is None else nan, x)
+
+
+def sign(input):
+    # 0 for NaN and both zeros, as torch's sign.
+    if input.dtype == torch.bool:
+        return input
+    return (input > 0).to(input.dtype) - (input < 0).to(input.dtype)
+
+
+def relu(input):
+    if input.dtype == torch.bool:
+        raise ValueError("associative_scan: torch.relu of bool operands is not supported (as in "
+                         "torch)")
+    return torch.clamp_min(input, 0)  # NaN stays NaN, -0 stays -0
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    if isinstance(value, float) and not any(_is_float(v) for v in (input, tensor1, tensor2)):
+        raise ValueError("associative_scan: torch.addcmul of integer operands takes an integer "
+                         "value= (as in torch)")
+    return _in_f32(lambda x, a, b: x + (a * b if value == 1 else value * a * b),
+                   input, tensor1, tensor2)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    _refuse_unless_float("addcdiv", input, tensor1, tensor2)
+    return _in_f32(lambda x, a, b: x + (a / b if value == 1 else value * a / b),
+                   input, tensor1, tensor2)
+
+
+def lerp(input, end, weight):
+    _refuse_unless_float("lerp", input)
+
+    def formula(start, end, weight):
+        # torch's: from the nearer end, so that weight 1 gives `end` exactly.
+        diff = end - start
+        if isinstance(weight, (int, float)):
+            return start + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+        return torch.where(torch.abs(weight) < 0.5, start + weight * diff,
+                           end - diff * (1 - weight))
+
+    return _in_f32(formula, input, end, weight)
+
+
+def hypot(input, other):
+    _refuse_unless_float("hypot", input, other)
+
+    def formula(x, y):
+        # The larger magnitude times sqrt(1 + ratio^2), so that no square overflows; an
+        # infinite operand gives inf even beside NaN, as C's hypot.
+        a, b = torch.abs(x), torch.abs(y)
+        high, low = torch.maximum(a, b), torch.minimum(a, b)
+        ratio = torch.where(high == 0, 0.0, low / high)
+        return torch.where((a == _INF) | (b == _INF), _INF,
+                           high * torch.sqrt(1.0 + ratio * ratio))
+
+    return _in_f32(formula, input, other)
+
+
+def xlogy(input, other):
+    # A number operand becomes a constant of the float dtype the result has, as in torch.
+    if _dtype(input) is None:
+        input = torch.full_like(other, input, dtype=_float_of(other))
+    if _dtype(other) is None:
+        other = torch.full_like(input, other, dtype=_float_of(input))
+
+    def formula(x, y):
+        # 0 where x is 0 (even for y 0 or inf), NaN wherever y is NaN, as torch's xlogy.
+        return torch.where(y != y, math.nan, torch.where(x == 0, 0.0, x * torch.log(y)))
+
+    return _in_f32(formula, input, other)
+
+
+COMPOSITES = {
+    "isnan": isnan, "isinf": isinf, "isposinf": isposinf, "isneginf": isneginf,
+    "isfinite": isfinite, "nan_to_num": nan_to_num, "sign": sign, "sgn": sign, "relu": relu,
+    "addcmul": addcmul, "addcdiv": addcdiv, "lerp": lerp, "hypot": hypot, "xlogy": xlogy,
+}

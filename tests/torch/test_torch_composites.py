@@ -1,0 +1,291 @@
+"""torch operations scanc has no operation for — the NaN and infinity tests, nan_to_num, sign,
+relu, addcmul, addcdiv, lerp, hypot, xlogy, zeros_like / ones_like / full_like, and the in-place
+forms of every operation — run inside a combine with torch's meaning. Each is checked against
+torch itself on special values (NaN, the infinities, both zeros, extremes) of every dtype it
+takes, in eager calls, under torch.compile and in lowered exports, and in the scans people
+write with them."""
+
+import math
+
+import pytest
+import torch
+from torch._higher_order_ops.associative_scan import associative_scan as torch_associative_scan
+
+import scanc.torch as st
+from torch_scan_loops import loop_scan
+
+NAN, INF = math.nan, math.inf
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTEGERS = [torch.int32, torch.int64, torch.int8, torch.uint8]
+
+
+def specials(dtype, n=61, seed=0):
+    """n values of dtype: NaN, the infinities, both zeros, the extremes, then random ones, so
+    that every pair of special values meets somewhere in two of these rows."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype in FLOATS:
+        info = torch.finfo(dtype)
+        edge = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, info.max, -info.max, info.tiny,
+                -info.tiny, 3.0, -2.0]
+        rest = torch.randn(n - len(edge), generator=g, dtype=torch.float64) * 4
+        return torch.cat([torch.tensor(edge, dtype=torch.float64), rest]).to(dtype)
+    if dtype == torch.bool:
+        return torch.rand(n, generator=g) < 0.5
+    info = torch.iinfo(dtype)
+    edge = torch.tensor([0, 1, info.max, info.min, info.max - 1, info.min + 1])
+    rest = torch.randint(max(info.min, -50), min(info.max, 50), (n - len(edge),), generator=g)
+    return torch.cat([edge, rest]).to(dtype)
+
+
+def images(fn, *operands):
+    """fn of each element but the first, by a scan: the combine keeps the latest operands and
+    fn of them, which is associative whatever fn is."""
+    def latest_and_image(earlier, later):
+        return (*later[:-1], fn(*later[:-1]))
+
+    xs = tuple(x[None] for x in operands) + (torch.zeros_like(operands[0][None], dtype=fn(*operands).dtype),)
+    return st.associative_scan(latest_and_image, xs, 1)[-1][0, 1:]
+
+
+def assert_same(got, want, exact):
+    assert got.dtype == want.dtype
+    if not exact:
+        torch.testing.assert_close(got, want, equal_nan=True)
+    elif not got.is_floating_point():
+        assert torch.equal(got, want), (got, want)
+    else:  # NaN where torch has NaN, and elsewhere the same bits (the sign of a zero too)
+        assert torch.equal(got.isnan(), want.isnan()), (got, want)
+        numbers = ~want.isnan()
+        assert torch.equal(got[numbers], want[numbers]), (got, want)
+        assert torch.equal(got[numbers].signbit(), want[numbers].signbit()), (got, want)
+
+
+UNARY = {
+    "isnan": (torch.isnan, FLOATS + INTEGERS + [torch.bool]),
+    "isinf": (torch.isinf, FLOATS + INTEGERS + [torch.bool]),
+    "isposinf": (torch.isposinf, FLOATS + INTEGERS),
+    "isneginf": (torch.isneginf, FLOATS + INTEGERS),
+    "isfinite": (torch.isfinite, FLOATS + INTEGERS + [torch.bool]),
+    "nan_to_num": (torch.nan_to_num, FLOATS + INTEGERS),
+    "nan_to_num with values": (lambda x: torch.nan_to_num(x, nan=7.0, posinf=-1.0, neginf=2.0),
+                               FLOATS),
+    "Tensor.nan_to_num to infinities": (lambda x: x.nan_to_num(INF, posinf=NAN, neginf=INF),
+                                        FLOATS),
+    "sign": (torch.sign, FLOATS + INTEGERS + [torch.bool]),
+    "sgn": (torch.sgn, FLOATS + INTEGERS),
+    "relu": (torch.relu, FLOATS + INTEGERS),
+    "functional relu": (torch.nn.functional.relu, FLOATS),
+    "zeros_like": (torch.zeros_like, FLOATS + INTEGERS + [torch.bool]),
+    "ones_like as f64": (lambda x: torch.ones_like(x, dtype=torch.float64), FLOATS + INTEGERS),
+    "full_like": (lambda x: torch.full_like(x, 5), FLOATS + INTEGERS),
+    "full_like of -inf": (lambda x: torch.full_like(x, fill_value=-INF), FLOATS),
+}
+
+
+@pytest.mark.parametrize("name, dtype", [(n, d) for n, (_, ds) in UNARY.items() for d in ds],
+                         ids=str)
+def test_a_unary_composite_gives_torch_s_value_on_special_values(name, dtype):
+    fn, _ = UNARY[name]
+    x = specials(dtype)
+    assert_same(images(fn, x), fn(x[1:]), exact=True)
+
+
+BINARY = {  # name: (fn, exact, dtypes)
+    "hypot": (torch.hypot, False, FLOATS),
+    "xlogy": (torch.xlogy, False, FLOATS + INTEGERS),
+    "xlogy of a number": (lambda x, y: torch.xlogy(x, 2.5), False, FLOATS + INTEGERS),
+    "xlogy by a number": (lambda x, y: torch.special.xlogy(3, y), False, FLOATS + INTEGERS),
+    "xlogy of zero": (lambda x, y: torch.xlogy(0, y), False, FLOATS),
+    "lerp by a tensor weight": (lambda x, y: torch.lerp(x, y, y / 8), False, FLOATS),
+    "lerp by 0.25": (lambda x, y: torch.lerp(x, y, 0.25), False, FLOATS),
+    "lerp by 0.75": (lambda x, y: x.lerp(y, 0.75), False, FLOATS),
+    "addcmul": (lambda x, y: torch.addcmul(x, y, x, value=3), False, FLOATS + INTEGERS),
+    "addcdiv": (lambda x, y: torch.addcdiv(y, x, y, value=0.5), False, FLOATS),
+}
+
+
+@pytest.mark.parametrize("name, dtype", [(n, d) for n, (*_, ds) in BINARY.items() for d in ds],
+                         ids=str)
+def test_a_binary_composite_gives_torch_s_value_on_special_values(name, dtype):
+    fn, exact, _ = BINARY[name]
+    x, y = specials(dtype, seed=1), specials(dtype, seed=2).flip(0)
+    x, y = torch.cat([x, x.roll(3)]), torch.cat([y, y.roll(5)])  # more pairs of specials
+    assert_same(images(fn, x, y), fn(x[1:], y[1:]), exact)
+
+
+def test_hypot_neither_overflows_nor_underflows_where_its_result_fits():
+    x = torch.tensor([0.0, 3e30, 3e-30, 1e38, 0.0, INF, NAN], dtype=torch.float32)
+    y = torch.tensor([0.0, 4e30, 4e-30, 1e38, -0.0, NAN, INF], dtype=torch.float32)
+    got = images(torch.hypot, x, y)
+    torch.testing.assert_close(got, torch.tensor([5e30, 5e-30, 1.4142135e38, 0.0, INF, INF]))
+
+
+def nan_skipping_sum(a, b):  # NaN is a missing value: the sum of the others, NaN if none
+    return torch.where(torch.isnan(b), a, torch.where(torch.isnan(a), b, a + b))
+
+
+def guarded_logaddexp(a, b):  # log(e^a + e^b) with -inf (an empty sum) and +inf kept exact
+    m = torch.maximum(a, b)
+    safe = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    return torch.where(torch.isinf(m), m, safe + torch.log(torch.exp(a - safe) + torch.exp(b - safe)))
+
+
+def merged_mean(left, right):  # (count, mean): the later mean weighs by its share of the count
+    n1, m1 = left
+    n2, m2 = right
+    n = n1 + n2
+    return n, torch.lerp(m1, m2, n2 / n)
+
+
+def sum_of_positive_parts(a, b):
+    return torch.relu(a) + torch.relu(b)
+
+
+def sum_of_positive_parts_in_place(a, b):
+    return torch.relu_(a.clone()) + torch.nn.functional.relu(b.clone(), inplace=True)
+
+
+def accumulated_in_place(a, b):  # torch's aliasing: `total` is `a`'s copy, grown in place
+    total = a.clone()
+    alias = total
+    alias += b
+    alias.mul_(1)
+    return total
+
+
+def with_holes(shape, seed):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    x[..., ::3] = NAN
+    x[..., 1::7] = -INF
+    return x
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 17, 64, 65, 257])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scans_people_write_with_composites_match_the_loop(n, reverse):
+    holes = with_holes((3, n), seed=n)
+    finite = torch.randn(3, n, generator=torch.Generator().manual_seed(n + 1))
+    counts = torch.randint(1, 5, (3, n), generator=torch.Generator().manual_seed(n + 2)).double()
+    for combine, xs in ((nan_skipping_sum, torch.where(holes.isinf(), 0.0, holes)),
+                        (guarded_logaddexp, holes.nan_to_num(nan=-INF)),
+                        (merged_mean, (counts, finite.double())),
+                        (sum_of_positive_parts, finite),
+                        (sum_of_positive_parts_in_place, finite),
+                        (accumulated_in_place, finite)):
+        got = st.associative_scan(combine, xs, 1, reverse=reverse)
+        want = loop_scan(combine, xs, 1, reverse=reverse)
+        torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_an_all_missing_prefix_of_a_nan_skipping_sum_stays_nan():
+    x = torch.tensor([[NAN, NAN, 2.0, NAN, 3.0]])
+    got = st.associative_scan(nan_skipping_sum, x, 1)
+    torch.testing.assert_close(got, torch.tensor([[NAN, NAN, 2.0, 2.0, 5.0]]), equal_nan=True)
+
+
+def test_in_place_operations_act_on_every_name_bound_to_the_operand():
+    def summed_through_an_alias(a, b):
+        c = a * 1
+        d = c
+        d += b            # c is d: both now a + b
+        d.mul_(2)         # both 2 (a + b)
+        d.sub_(c / 2)     # both a + b again
+        return c
+
+    x = torch.randn(2, 9, generator=torch.Generator().manual_seed(3))
+    got = st.associative_scan(summed_through_an_alias, x, 1)
+    torch.testing.assert_close(got, loop_scan(lambda a, b: a + b, x, 1))
+
+
+def test_an_in_place_operation_casts_its_result_back_as_torch_does():
+    x = torch.randint(0, 9, (2, 11), generator=torch.Generator().manual_seed(4))
+
+    def latest_above_three(a, b):  # b.gt_(3) stores the comparison as b's int64
+        flag = b.clone()
+        flag.gt_(3)
+        return torch.where(flag == 1, b, a)
+
+    assert torch.equal(st.associative_scan(latest_above_three, x, 1),
+                       loop_scan(latest_above_three, x, 1))
+
+
+@pytest.mark.parametrize("spelling, message", [
+    (lambda a, b: a.clone().add_(0.5) + b, "does not cast back"),
+    (lambda a, b: a + b.clone().exp_(), "does not cast back"),
+], ids=["int add_ of a float", "int exp_"])
+def test_an_in_place_operation_torch_refuses_is_refused(spelling, message):
+    with pytest.raises(ValueError, match=message):
+        st.associative_scan(spelling, torch.ones(2, 5, dtype=torch.int64), 1)
+    with pytest.raises(RuntimeError):  # what torch itself says of the same
+        spelling(torch.ones(3, dtype=torch.int64), torch.ones(3, dtype=torch.int64))
+
+
+def test_modifying_a_captured_tensor_in_place_is_refused():
+    scale = torch.ones(5)
+    with pytest.raises(ValueError, match="captured tensor in place"):
+        st.associative_scan(lambda a, b: a + scale.add_(b), torch.ones(2, 5), 1)
+    assert torch.equal(scale, torch.ones(5))
+
+
+@pytest.mark.parametrize("spelling, message", [
+    (lambda a, b: torch.relu(a) | b, "relu of bool"),
+    (lambda a, b: torch.addcdiv(a, a, b) * 0 + b, "addcdiv needs a floating-point"),
+    (lambda a, b: torch.hypot(a, b), "hypot needs a floating-point"),
+    (lambda a, b: torch.where(torch.signbit(b), b, a), "torch.signbit"),
+], ids=["relu of bool", "addcdiv of ints", "hypot of ints", "signbit"])
+def test_what_torch_refuses_or_scanc_cannot_do_exactly_is_refused_by_name(spelling, message):
+    dtype = torch.bool if "relu" in message else torch.int32
+    with pytest.raises(ValueError, match=message):
+        st.associative_scan(spelling, torch.ones(2, 5, dtype=dtype), 1)
+
+
+class MissingValues(torch.nn.Module):
+    def forward(self, x, counts):
+        sums = st.associative_scan(nan_skipping_sum, torch.where(torch.isinf(x), 0.0, x), 1)
+        return sums, st.associative_scan(merged_mean, (counts, torch.sign(x).abs() * x), 1)
+
+
+class TorchsOwnMissingValues(torch.nn.Module):  # exported at one length: its op specializes
+    def forward(self, x, counts):
+        return (torch_associative_scan(nan_skipping_sum, torch.where(torch.isinf(x), 0.0, x), 1,
+                                       combine_mode="generic"),
+                torch_associative_scan(merged_mean, (counts, x.nan_to_num()), 1,
+                                       combine_mode="generic"))
+
+
+def test_composites_compile_with_dynamic_shapes_and_export_and_lower():
+    model, torchs = MissingValues(), TorchsOwnMissingValues()
+    compiled = torch.compile(model, backend="eager", fullgraph=True, dynamic=True)
+    sizes = (9, 23, 40)
+    inputs = [(with_holes((2, n), seed=n), torch.randint(
+        1, 4, (2, n), generator=torch.Generator().manual_seed(n)).double()) for n in sizes]
+    steps = torch.export.Dim("T", max=64)
+    dims = ({1: steps}, {1: steps})
+    exported = st.lower_associative_scans(
+        torch.export.export(model, inputs[0], dynamic_shapes=dims)).module()
+    torchs_lowered = st.lower_associative_scans(torch.export.export(torchs, inputs[0])).module()
+    for g, w in zip(torchs_lowered(*inputs[0]), torchs(*inputs[0])):
+        torch.testing.assert_close(g, w, equal_nan=True)
+    for x, counts in inputs:
+        want = model(x, counts)
+        for got in (compiled(x, counts), exported(x, counts)):
+            for g, w in zip(got, want):
+                torch.testing.assert_close(g, w, equal_nan=True)
+    torch._dynamo.reset()
+
+
+def hypot_norm(a, b):  # the Euclidean norm of everything so far
+    return torch.hypot(a, b)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gradients_flow_through_composites(reverse):
+    g = torch.Generator().manual_seed(5)
+    counts = torch.randint(1, 5, (2, 13), generator=g).double().requires_grad_()
+    means = torch.randn(2, 13, generator=g, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(2, 13, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda n, m: st.associative_scan(merged_mean, (n, m), 1, reverse=reverse), (counts, means))
+    for combine in (guarded_logaddexp, hypot_norm, nan_skipping_sum):
+        assert torch.autograd.gradcheck(
+            lambda v: st.associative_scan(combine, v, 1, reverse=reverse), (x,))
