@@ -196,6 +196,20 @@ def test_tensor_attributes_other_than_dtype_are_refused_by_name(attribute):
         st.associative_scan(lambda a, b: getattr(a, attribute) and a + b, torch.ones(2, 5), 1)
 
 
+@pytest.mark.parametrize("spelling", [
+    lambda a, b: b.where(b > 0, a), lambda a, b: b.where(condition=b > 0, other=a),
+    lambda a, b: torch.where(b > 0, b, a)], ids=["method", "method by keywords", "function"])
+def test_the_method_where_keeps_its_tensor_where_the_condition_holds(spelling):
+    x = torch.randn(3, 21, generator=torch.Generator().manual_seed(12))
+    want = loop_scan(lambda a, b: torch.where(b > 0, b, a), x, 1)
+    assert torch.equal(loop_scan(spelling, x, 1), want)
+    assert torch.equal(st.associative_scan(spelling, x, 1), want)
+    compiled = torch.compile(lambda v: st.associative_scan(spelling, v, 1), backend="eager",
+                             fullgraph=True, dynamic=True)
+    assert torch.equal(compiled(x), want)
+    torch._dynamo.reset()
+
+
 def test_keyword_arguments_bind_by_name():
     x = torch.randn(3, 17, generator=torch.Generator().manual_seed(6))
     assert_scan_matches_torch(lambda a, b: torch.where(b > a, other=a, input=b), x)

@@ -105,6 +105,9 @@ def _build_table() -> dict:
                         ("invert", ("unary", "invert")), ("abs", ("fn", "abs")),
                         ("pos", ("identity", None))):
         table.setdefault(getattr(operator, name), entry)
+    # x.where(condition, y) is torch.where(condition, x, y): the method's operand comes first.
+    for owner in (torch.Tensor, torch._C.TensorBase):
+        table[owner.where] = ("special", "where_method")
     # Dynamo may hand over the undecorated function behind a Python-level Tensor method.
     for fn, entry in list(table.items()):
         while getattr(fn, "__wrapped__", None) is not None:
@@ -145,7 +148,7 @@ CAST_METHODS = {"float": torch.float32, "double": torch.float64, "half": torch.f
                 "bfloat16": torch.bfloat16, "int": torch.int32, "long": torch.int64,
                 "bool": torch.bool}
 # Parameter names of the operations that take keywords in place of positions.
-PARAMS = {"where": ("condition", "input", "other"), "pow": ("input", "exponent"),
+PARAMS = {"where": ("condition", "input", "other"), "where_method": ("input", "condition", "other"), "pow": ("input", "exponent"),
           "clamp": ("input", "min", "max"), "clip": ("input", "min", "max"),
           "clamp_min": ("input", "min"), "clamp_max": ("input", "max"),
           "softplus": ("input", "beta", "threshold"), "to": ("input", "dtype"),

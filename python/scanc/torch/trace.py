@@ -595,6 +595,8 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
         return _trunc(rec, Tracer(rec, _operand(rec, x), _typeof(x)[0]))
     if name == "where":
         return _where(rec, x, args[1], args[2])
+    if name == "where_method":
+        return _where(rec, args[1], x, args[2])
     if name in ("clamp", "clip", "clamp_min", "clamp_max"):
         lo = args[1] if len(args) > 1 else kwargs.get("min")
         hi = args[2] if len(args) > 2 else kwargs.get("max")
