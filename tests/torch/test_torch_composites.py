@@ -1,5 +1,6 @@
 """torch operations scanc has no operation for — the NaN and infinity tests, nan_to_num, sign,
-relu, addcmul, addcdiv, lerp, hypot, xlogy, zeros_like / ones_like / full_like, and the in-place
+relu, masked_fill, addcmul, addcdiv, lerp, hypot, xlogy, zeros_like / ones_like / full_like,
+type_as, and the in-place
 forms of every operation — run inside a combine with torch's meaning. Each is checked against
 torch itself on special values (NaN, the infinities, both zeros, extremes) of every dtype it
 takes, in eager calls, under torch.compile and in lowered exports, and in the scans people
@@ -75,6 +76,11 @@ UNARY = {
     "sgn": (torch.sgn, FLOATS + INTEGERS),
     "relu": (torch.relu, FLOATS + INTEGERS),
     "functional relu": (torch.nn.functional.relu, FLOATS),
+    "masked_fill": (lambda x: x.masked_fill(x > 1, 7.5), FLOATS + INTEGERS),
+    "masked_fill by a tensor": (lambda x: torch.masked_fill(x, x < 1, torch.tensor(3)),
+                                FLOATS + INTEGERS),
+    "type_as": (lambda x: (x > 0).type_as(x), FLOATS + INTEGERS),
+    "to a tensor's dtype": (lambda x: (x < 2).to(x) * 3, FLOATS + INTEGERS),
     "zeros_like": (torch.zeros_like, FLOATS + INTEGERS + [torch.bool]),
     "ones_like as f64": (lambda x: torch.ones_like(x, dtype=torch.float64), FLOATS + INTEGERS),
     "full_like": (lambda x: torch.full_like(x, 5), FLOATS + INTEGERS),

@@ -101,6 +101,12 @@ def relu(input):
     return torch.clamp_min(input, 0)  # NaN stays NaN, -0 stays -0
 
 
+def masked_fill(input, mask, value):
+    # The value cast to input's dtype first, so that input itself is never cast.
+    value = value.to(input.dtype) if _dtype(value) else torch.full_like(input, value)
+    return torch.where(mask, value, input)
+
+
 def addcmul(input, tensor1, tensor2, *, value=1):
     if isinstance(value, float) and not any(_is_float(v) for v in (input, tensor1, tensor2)):
         raise ValueError("associative_scan: torch.addcmul of integer operands takes an integer "
@@ -160,6 +166,7 @@ def xlogy(input, other):
 
 COMPOSITES = {
     "isnan": isnan, "isinf": isinf, "isposinf": isposinf, "isneginf": isneginf,
-    "isfinite": isfinite, "nan_to_num": nan_to_num, "sign": sign, "sgn": sign, "relu": relu,
+    "isfinite": isfinite, "nan_to_num": nan_to_num, "masked_fill": masked_fill, "sign": sign,
+    "sgn": sign, "relu": relu,
     "addcmul": addcmul, "addcdiv": addcdiv, "lerp": lerp, "hypot": hypot, "xlogy": xlogy,
 }

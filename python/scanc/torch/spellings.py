@@ -43,7 +43,7 @@ FLOAT_FUNCTIONS = {  # torch name -> scanc function; integer operands become flo
 SAME_FUNCTIONS = {"abs": "abs", "absolute": "abs", "floor": "floor", "ceil": "ceil"}
 _SPECIAL = ("square", "reciprocal", "clamp", "clip", "clamp_min", "clamp_max", "rsub", "max",
             "min", "to", "type", "float", "double", "half", "bfloat16", "int", "long", "bool",
-            "where", "trunc", "fix", "zeros_like", "ones_like", "full_like")
+            "where", "trunc", "fix", "zeros_like", "ones_like", "full_like", "type_as")
 # The operand itself (op None: the same tensor, or a view of it) or a copy ("copy": a new
 # tensor, which an in-place operation changes alone).
 _IDENTITY = {"clone": "copy", "contiguous": None, "detach": None, "positive": None}
@@ -152,7 +152,8 @@ PARAMS = {"where": ("condition", "input", "other"), "where_method": ("input", "c
           "clamp": ("input", "min", "max"), "clip": ("input", "min", "max"),
           "clamp_min": ("input", "min"), "clamp_max": ("input", "max"),
           "softplus": ("input", "beta", "threshold"), "to": ("input", "dtype"),
-          "type": ("input", "dtype"), "full_like": ("input", "fill_value")}
+          "type": ("input", "dtype"), "full_like": ("input", "fill_value"),
+          "type_as": ("input", "other")}
 OPTIONS = ("alpha", "rounding_mode", "beta", "threshold", "dtype", "min", "max",
            # what an aten _to_copy or a torch.X_like may carry besides the dtype; nothing for
            # a scalar

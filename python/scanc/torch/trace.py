@@ -621,10 +621,13 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
         if fill is None:
             fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
         return _cast(rec, _python_number(fill), kwargs.get("dtype") or _typeof(x)[0])
-    if name in ("to", "type"):
+    if name in ("to", "type", "type_as"):
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+        if isinstance(dtype, (Tracer, torch.Tensor)):  # x.to(y), x.type_as(y): y's dtype
+            dtype = _typeof(dtype)[0]
         if not isinstance(dtype, torch.dtype):
-            raise ValueError("associative_scan: .to() inside a combine takes a dtype only")
+            raise ValueError(f"associative_scan: .{name}() inside a combine takes a dtype or a "
+                             f"tensor only")
         return _cast(rec, x, dtype)
     return _cast(rec, x, CAST_METHODS[name])
 
