@@ -1,11 +1,11 @@
 // Float functions as scanc defines them, shared by the reference executor, constant folding and
-// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, log, log1p, expm1,
-// tanh, sin and cos of f32 and f64, and the formulas built on them (sigmoid, softplus,
-// logaddexp).
+// the CPU backend, so that `ordered` CPU runs keep the reference's bits: exp, exp2, log, log2,
+// log10, log1p, expm1, tanh, sin and cos of f32 and f64, and the formulas built on them
+// (sigmoid, softplus, logaddexp).
 // glibc's are a call per element; these are straight-line arithmetic that the compiler turns
 // into SIMD code in the CPU backend's lane loops, with the same bits at every ISA (no FMA
 // contraction, no table lookups, no conversions between f64 and 64-bit integers, which AVX2
-// lacks). Each is within 1 ulp (tests/ir/float_math_test.cpp).
+// lacks). Each is within 1 ulp (tests/ir/float_math_test.cpp, float_math_base_test.cpp).
 #pragma once
 
 #include <bit>
@@ -28,10 +28,28 @@ inline F times_two_powers(F y, I n1, I n2) {
     return (y * s1) * s2;
 }
 
+// 2^n for an integral n in [-151, 129], as two normal powers of two (y 2^n1 is exact, the
+// second product rounds once, to a subnormal, zero or infinity where the result is one).
+// n1 = floor(n / 2) (a shift; any split with both parts normal gives the same product).
+inline float times_two_to(float y, float n) {
+    const std::int32_t ni = static_cast<std::int32_t>(n), n1 = ni >> 1;
+    return times_two_powers(y, n1, ni - n1);
+}
+
+// exp(r) - 1 - r = r^2 p(r) for |r| <= ln 2 / 2: p (Cephes' expf coefficients).
+inline float exp_poly_f32(float r) {
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    return p * r + 5.0000001201e-1f;
+}
+
 inline float exp_f32(float x) {
     // exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]. Inputs
-    // are first clamped to where n fits the two scalings below: exp(89) overflows and exp(-104)
-    // is below half the smallest subnormal, so the clamps change no result. Written as
+    // are first clamped to where n fits the two scalings of times_two_to: exp(89) overflows and
+    // exp(-104) is below half the smallest subnormal, so the clamps change no result. Written as
     // (a > b ? a : b) and (a < b ? a : b), one maxps and one minps in the lane loops, which also
     // take NaN to -104 (a NaN must not reach the integer conversion); it comes back at the end.
     float c = x > -104.0f ? x : -104.0f;
@@ -41,30 +59,61 @@ inline float exp_f32(float x) {
     const float n = (c * 1.44269504088896341f + kRound) - kRound;
     // ln 2 in two parts (Cody-Waite): n * hi is exact (hi has 9 significant bits, |n| <= 150).
     const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
-    // exp(r) = 1 + r + r^2 p(r) (Cephes' expf coefficients).
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float y = (p * (r * r) + r) + 1.0f;
-    // 2^n as two normal powers of two (n in [-150, 128]): y 2^n1 is exact, the second product
-    // rounds once, to a subnormal, zero or infinity where the result is one. n1 = floor(n / 2)
-    // (a shift; any split with both parts normal gives the same product).
-    const std::int32_t ni = static_cast<std::int32_t>(n), n1 = ni >> 1;
-    const float e = times_two_powers(y, n1, ni - n1);
+    const float y = (exp_poly_f32(r) * (r * r) + r) + 1.0f;
+    const float e = times_two_to(y, n);
     return x != x ? x : e;
 }
 
-// log(2^k (1 + f)) + c for f in [sqrt(2)/2 - 1, sqrt(2) - 1): log(1 + f) = 2 atanh(s), s = f /
-// (2 + f), by a degree-4 polynomial in s^2 (musl's logf and log1pf and their coefficients).
-inline float log_reduced(float f, float k, float c) {
+// 2^x of an f32: 2^n 2^r, n = round(x), r = x - n exact in [-1/2, 1/2]; 2^r = exp(a + e) with
+// a + e = r ln 2 to about 2^-35 of it: r's high 12 bits times ln 2's high 12 (exact) plus the small
+// products, a their rounded sum and e its rounding error, added to exp_f32's polynomial. An
+// integer x gives r = 0 and exactly 2^x. Clamped (NaN too) to where n fits times_two_to: 2^129
+// overflows and 2^-151 is below half the smallest subnormal. Within 1 ulp (checked over every
+// f32).
+inline float exp2_f32(float x) {
+    float c = x > -151.0f ? x : -151.0f;
+    c = c < 129.0f ? c : 129.0f;
+    constexpr float kRound = 12582912.0f;
+    const float n = (c + kRound) - kRound, r = c - n;
+    const float rh = std::bit_cast<float>(std::bit_cast<std::uint32_t>(r) & 0xfffff000u), rl = r - rh;
+    const float hi = rh * 0x1.62ep-1f, lo = rl * 0x1.62ep-1f + r * 0x1.0bfbe8p-15f;
+    const float a = hi + lo, e = lo - (a - hi);
+    const float y = ((exp_poly_f32(a) * (a * a) + e) + a) + 1.0f;
+    const float v = times_two_to(y, n);
+    return x != x ? x : v;
+}
+
+// log(1 + f) - f + f^2 / 2 for f in [sqrt(2)/2 - 1, sqrt(2) - 1): log(1 + f) = 2 atanh(s), s =
+// f / (2 + f), by a degree-4 polynomial in s^2 (musl's logf and log1pf and their coefficients);
+// hfsq = f^2 / 2.
+inline float log1p_kernel(float f, float& hfsq) {
     const float s = f / (2.0f + f), z = s * s, w = z * z;
     const float t1 = w * (0.40000972152f + w * 0.24279078841f);
     const float t2 = z * (0.66666662693f + w * 0.28498786688f);
-    const float hfsq = 0.5f * f * f;
-    return (((s * (hfsq + (t2 + t1)) + (k * 9.0580006145e-06f + c)) - hfsq) + f) + k * 6.9313812256e-01f;
+    hfsq = 0.5f * f * f;
+    return s * (hfsq + (t2 + t1));
+}
+
+// The same for f64, by fdlibm's degree-7 polynomial in s^2 (its log and log1p coefficients).
+inline double log1p_kernel(double f, double& hfsq) {
+    const double s = f / (2.0 + f), z = s * s, w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
+    const double t2 =
+        z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    hfsq = 0.5 * f * f;
+    return s * (hfsq + (t2 + t1));
+}
+
+// log(2^k (1 + f)) + c at T, ln 2 in two parts (musl's for f32, fdlibm's for f64; k ln2_hi is
+// exact).
+template <typename T>
+inline T log_reduced(T f, T k, T c) {
+    constexpr bool f32 = std::is_same_v<T, float>;
+    constexpr T ln2_hi = f32 ? T(6.9313812256e-01f) : T(6.93147180369123816490e-01);
+    constexpr T ln2_lo = f32 ? T(9.0580006145e-06f) : T(1.90821492927058770002e-10);
+    T hfsq;
+    const T r = log1p_kernel(f, hfsq);
+    return (((r + (k * ln2_lo + c)) - hfsq) + f) + k * ln2_hi;
 }
 
 // The exponent k and the f of log_reduced of a positive normal float's bits: 2^k (1 + f).
@@ -73,18 +122,27 @@ inline void split_log(std::uint32_t bits, std::int32_t& k, float& f) {
     k = static_cast<std::int32_t>(i >> 23) - 0x7f;
     f = std::bit_cast<float>((i & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
 }
-
-// log of an f32 (shared like exp_f32). Subnormals are scaled by 2^23 first. Every path is
-// computed and the right one selected. Within 1 ulp of log.
-inline float log_f32(float x) {
+// The same of any positive f32: subnormals are scaled by 2^23 first.
+inline void split_log_of(float x, float& k, float& f) {
     const bool sub = x < 1.17549435e-38f;
-    std::int32_t k;
-    float f;
-    split_log(std::bit_cast<std::uint32_t>(sub ? x * 8388608.0f : x), k, f);
-    const float r = log_reduced(f, static_cast<float>(sub ? k - 23 : k), 0.0f);
-    // 0: -inf; below 0 or NaN: NaN; inf: inf.
-    const float low = x == 0.0f ? -INFINITY : x < 0.0f ? NAN : r;
-    return x != x || x == INFINITY ? x : low;
+    std::int32_t ki;
+    split_log(std::bit_cast<std::uint32_t>(sub ? x * 8388608.0f : x), ki, f);
+    k = static_cast<float>(sub ? ki - 23 : ki);
+}
+
+// A logarithm's special values: 0: -inf; below 0 or NaN: NaN; inf: inf; r elsewhere.
+template <typename T>
+inline T log_special(T x, T r) {
+    const T low = x == T(0) ? -std::numeric_limits<T>::infinity() : x < T(0) ? std::numeric_limits<T>::quiet_NaN() : r;
+    return x != x || x == std::numeric_limits<T>::infinity() ? x : low;
+}
+
+// log of an f32 (shared like exp_f32). Every path is computed and the right one selected.
+// Within 1 ulp of log.
+inline float log_f32(float x) {
+    float k, f;
+    split_log_of(x, k, f);
+    return log_special(x, log_reduced(f, k, 0.0f));
 }
 
 // log(1 + x) of an f32 (shared like exp_f32): log_reduced of u = 1 + x, plus the rounding error
@@ -107,6 +165,27 @@ inline float log1p_f32(float x) {
     return x != x || x == INFINITY ? x : low;
 }
 
+// exp(hi - lo) for |hi - lo| <= about ln 2 / 2: 1 + r + r g / (2 - g), r = hi - lo, g = r -
+// r^2 P(r^2) (fdlibm's exp and its coefficients), with lo folded in last so that its bits are
+// not lost in r.
+inline double exp_reduced_f64(double hi, double lo) {
+    const double r = hi - lo, rr = r * r;
+    const double g = r - rr * (1.66666666666666019037e-01 +
+                               rr * (-2.77777777770155933842e-03 +
+                                     rr * (6.61375632143793436117e-05 + rr * (-1.65339022054652515390e-06 + rr * 4.13813679705723846039e-08))));
+    return 1.0 - ((lo - (r * g) / (2.0 - g)) - hi);
+}
+
+// y 2^n for t = n + 1.5 x 2^52 (n in t's low bits, n in [-1076, 1025]), as two normal powers of
+// two, n1 = floor(n / 2) by a logical shift of n + 2048: y 2^n1 is exact, the second product
+// rounds once.
+inline double times_two_to_shifted(double y, double t) {
+    constexpr double kRound = 6755399441055744.0;
+    const std::int64_t ni = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(t) - std::bit_cast<std::uint64_t>(kRound));
+    const std::int64_t n1 = static_cast<std::int64_t>(static_cast<std::uint64_t>(ni + 2048) >> 1) - 1024;
+    return times_two_powers(y, n1, ni - n1);
+}
+
 inline double exp_f64(double x) {
     // As exp_f32: exp(x) = 2^n exp(r), the input first clamped to where n fits two normal
     // scalings (exp(710) overflows, exp(-746) is below half the smallest subnormal); NaN comes
@@ -117,49 +196,46 @@ inline double exp_f64(double x) {
     constexpr double kRound = 6755399441055744.0;
     const double t = c * 1.44269504088896338700 + kRound, n = t - kRound;
     // r = hi - lo, ln 2 in fdlibm's two parts (n * ln2_hi is exact), kept apart for the end.
-    const double hi = c - n * 6.93147180369123816490e-01, lo = n * 1.90821492927058770002e-10, r = hi - lo;
-    // exp(r) = 1 + r + r g / (2 - g), g = r - r^2 P(r^2) (fdlibm's exp and its coefficients),
-    // with lo folded in last so that its bits are not lost in r.
-    const double rr = r * r;
-    const double g = r - rr * (1.66666666666666019037e-01 +
-                               rr * (-2.77777777770155933842e-03 +
-                                     rr * (6.61375632143793436117e-05 + rr * (-1.65339022054652515390e-06 + rr * 4.13813679705723846039e-08))));
-    const double y = 1.0 - ((lo - (r * g) / (2.0 - g)) - hi);
-    // 2^n as two normal powers of two, n1 = floor(n / 2) by a logical shift of n + 2048 (n in
-    // [-1076, 1024]): y 2^n1 is exact, the second product rounds once.
-    const std::int64_t ni = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(t) - std::bit_cast<std::uint64_t>(kRound));
-    const std::int64_t n1 = static_cast<std::int64_t>(static_cast<std::uint64_t>(ni + 2048) >> 1) - 1024;
-    const double e = times_two_powers(y, n1, ni - n1);
+    const double hi = c - n * 6.93147180369123816490e-01, lo = n * 1.90821492927058770002e-10;
+    const double e = times_two_to_shifted(exp_reduced_f64(hi, lo), t);
     return x != x ? x : e;
 }
 
-// log_reduced for f64: log(1 + f) = 2 atanh(s), s = f / (2 + f), by fdlibm's degree-7
-// polynomial in s^2 (its log and log1p coefficients), ln 2 in fdlibm's two parts.
-inline double log_reduced_f64(double f, double k, double c) {
-    const double s = f / (2.0 + f), z = s * s, w = z * z;
-    const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
-    const double t2 =
-        z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
-    const double hfsq = 0.5 * f * f;
-    return (((s * (hfsq + (t2 + t1)) + (k * 1.90821492927058770002e-10 + c)) - hfsq) + f) + k * 6.93147180369123816490e-01;
+// 2^x of an f64: 2^n 2^r, n = round(x), r = x - n exact in [-1/2, 1/2]; 2^r = exp(hi - lo) with
+// hi - lo = r ln 2 to about 2^-75 of it: r's high 26 bits times ln 2's high 21 (exact) plus the
+// small products. An integer x gives r = 0 and exactly 2^x. Clamped (NaN too) to where n fits
+// times_two_to_shifted: 2^1025 overflows and 2^-1076 is below half the smallest subnormal.
+// Within 1 ulp.
+inline double exp2_f64(double x) {
+    double c = x > -1076.0 ? x : -1076.0;
+    c = c < 1025.0 ? c : 1025.0;
+    constexpr double kRound = 6755399441055744.0;
+    const double t = c + kRound, r = c - (t - kRound);
+    const double rh = std::bit_cast<double>(std::bit_cast<std::uint64_t>(r) & 0xfffffffff8000000u), rl = r - rh;
+    const double hi = rh * 0x1.62e43p-1, lo = -(rl * 0x1.62e43p-1 + r * -0x1.05c610ca86c39p-29);
+    const double e = times_two_to_shifted(exp_reduced_f64(hi, lo), t);
+    return x != x ? x : e;
 }
 
-// The exponent k (as a double, without an integer conversion) and the f of log_reduced_f64 of a
+// The exponent k (as a double, without an integer conversion) and the f of log_reduced of a
 // positive normal double's bits: 2^k (1 + f).
 inline void split_log_f64(std::uint64_t bits, double& k, double& f) {
     const std::uint64_t i = bits + (0x3ff0000000000000u - 0x3fe6a09e667f3bcdu);
     k = std::bit_cast<double>((i >> 52) | 0x4330000000000000u) - (4503599627370496.0 + 1023.0);
     f = std::bit_cast<double>((i & 0x000fffffffffffffu) + 0x3fe6a09e667f3bcdu) - 1.0;
 }
-
-// log of an f64, as log_f32: subnormals scaled by 2^52 first. Within 1 ulp of log.
-inline double log_f64(double x) {
+// The same of any positive f64: subnormals are scaled by 2^52 first.
+inline void split_log_of(double x, double& k, double& f) {
     const bool sub = x < 2.2250738585072014e-308;
-    double k, f;
     split_log_f64(std::bit_cast<std::uint64_t>(sub ? x * 4503599627370496.0 : x), k, f);
-    const double r = log_reduced_f64(f, sub ? k - 52.0 : k, 0.0);
-    const double low = x == 0.0 ? -INFINITY : x < 0.0 ? NAN : r;
-    return x != x || x == INFINITY ? x : low;
+    k = sub ? k - 52.0 : k;
+}
+
+// log of an f64, as log_f32. Within 1 ulp of log.
+inline double log_f64(double x) {
+    double k, f;
+    split_log_of(x, k, f);
+    return log_special(x, log_reduced(f, k, 0.0));
 }
 
 // log(1 + x) of an f64, as log1p_f32. Within 1 ulp of log1p.
@@ -170,11 +246,58 @@ inline double log1p_f64(double x) {
     double c = ku >= 2.0 ? 1.0 - (u - x) : x - (u - 1.0);
     c = ku < 54.0 ? c / u : 0.0;
     const bool near = x > -0.29289321881345248 && x < 0.41421356237309515;
-    const double r = log_reduced_f64(near ? x : fu, near ? 0.0 : ku, near ? 0.0 : c);
+    const double r = log_reduced(near ? x : fu, near ? 0.0 : ku, near ? 0.0 : c);
     // |x| < 2^-54: x (1 + x rounds to 1). x = -1: -inf; x < -1 or NaN: NaN; x = inf: inf.
     const double tiny = std::fabs(x) < 0x1p-54 ? x : r;
     const double low = x == -1.0 ? -INFINITY : x < -1.0 ? NAN : tiny;
     return x != x || x == INFINITY ? x : low;
+}
+
+// k and log(1 + f) = hi + lo of a positive x = 2^k (1 + f): hi = f - f^2 / 2 cut to its high 12
+// (f32) or 21 (f64) bits, so that hi times a constant's high part is exact, and lo the rest
+// (FreeBSD's e_log2f, e_log10f, e_log2 and e_log10). log2 and log10 scale both by 1 / ln 2 or
+// 1 / ln 10 in two parts and add k (times log10(2) in two parts) last, so that a power of two
+// (f = 0) gives k exactly. Not log(x) / ln 2, which misses 441 of the f64 powers of two.
+template <typename T>
+inline void log_parts(T x, T& k, T& hi, T& lo) {
+    using U = std::conditional_t<std::is_same_v<T, float>, std::uint32_t, std::uint64_t>;
+    constexpr U kHigh = std::is_same_v<T, float> ? U(0xfffff000u) : U(0xffffffff00000000u);
+    T f, hfsq;
+    split_log_of(x, k, f);
+    const T r = log1p_kernel(f, hfsq);
+    hi = std::bit_cast<T>(std::bit_cast<U>(f - hfsq) & kHigh);
+    lo = ((f - hi) - hfsq) + r;
+}
+
+// Within 1 ulp of log2 and log10 (f32 checked over every f32); k exactly at 2^k, and 0 .. 10
+// exactly at 10^0 .. 10^10 (f32) and 0 .. 22 at 10^0 .. 10^22 (f64).
+inline float log2_f32(float x) {
+    float k, hi, lo;
+    log_parts(x, k, hi, lo);
+    return log_special(x, (((lo + hi) * -1.7605285393e-04f + lo * 1.4428710938e+00f) + hi * 1.4428710938e+00f) + k);
+}
+inline float log10_f32(float x) {
+    float k, hi, lo;
+    log_parts(x, k, hi, lo);
+    const float r = (k * 7.9034151668e-07f + (lo + hi) * -3.1689971365e-05f) + lo * 4.3432617188e-01f;
+    return log_special(x, (r + hi * 4.3432617188e-01f) + k * 3.0102920532e-01f);
+}
+// f64: the high parts' sum a + b kept as a pair (|a| >= |b| or a = 0), c the low parts.
+inline double sum_high_first(double a, double b, double c) {
+    const double w = a + b;
+    return (c + ((a - w) + b)) + w;
+}
+inline double log2_f64(double x) {
+    double k, hi, lo;
+    log_parts(x, k, hi, lo);
+    const double l = (lo + hi) * 1.67517131648865118353e-10 + lo * 1.44269504072144627571e+00;
+    return log_special(x, sum_high_first(k, hi * 1.44269504072144627571e+00, l));
+}
+inline double log10_f64(double x) {
+    double k, hi, lo;
+    log_parts(x, k, hi, lo);
+    const double l = (k * 3.69423907715893078616e-13 + (lo + hi) * 2.50829467116452752298e-11) + lo * 4.34294481878168880939e-01;
+    return log_special(x, sum_high_first(k * 3.01029995663611771306e-01, hi * 4.34294481878168880939e-01, l));
 }
 
 // exp(x) - 1 of an f64 (fdlibm's expm1 and its coefficients), every case computed and the right
@@ -347,6 +470,12 @@ inline float log_of(float x) { return log_f32(x); }
 inline double log_of(double x) { return log_f64(x); }
 inline float log1p_of(float x) { return log1p_f32(x); }
 inline double log1p_of(double x) { return log1p_f64(x); }
+inline float log2_of(float x) { return log2_f32(x); }
+inline double log2_of(double x) { return log2_f64(x); }
+inline float log10_of(float x) { return log10_f32(x); }
+inline double log10_of(double x) { return log10_f64(x); }
+inline float exp2_of(float x) { return exp2_f32(x); }
+inline double exp2_of(double x) { return exp2_f64(x); }
 inline float expm1_of(float x) { return expm1_f32(x); }
 inline double expm1_of(double x) { return expm1_f64(x); }
 inline float tanh_of(float x) { return tanh_f32(x); }
