@@ -109,6 +109,9 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Div: return out(x / y);
         case Op::Exp: return out(exp_of(x));
         case Op::Log: return out(log_of(x));
+        case Op::Exp2: return out(exp2_of(x));
+        case Op::Log2: return out(log2_of(x));
+        case Op::Log10: return out(log10_of(x));
         case Op::Log1p: return out(log1p_of(x));
         case Op::Expm1: return out(expm1_of(x));
         case Op::Sqrt: return out(std::sqrt(x));

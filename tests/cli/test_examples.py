@@ -43,12 +43,16 @@ def cummax(x):
     return [y]
 
 
-def logcumsumexp(x):
+def logcumsumexp(x, logaddexp=np.logaddexp):
     y, acc = np.zeros_like(x), np.full(x.shape[0], -np.inf)
     for t in range(x.shape[1]):
-        acc = np.logaddexp(acc, x[:, t])
+        acc = logaddexp(acc, x[:, t])
         y[:, t] = acc
     return [y]
+
+
+def logcumsumexp2(x):
+    return logcumsumexp(x, np.logaddexp2)
 
 
 def mamba(x, dt, A):
@@ -98,6 +102,8 @@ EXAMPLE_LIST = [
     Example("cummax.scan", lambda rng, T: {"x": uniform(rng, (T, N))}, cummax),
     Example("logcumsumexp.scan",
             lambda rng, T: {"x": uniform(rng, (N, T), -20, 20, np.float64)}, logcumsumexp),
+    Example("logcumsumexp2.scan",
+            lambda rng, T: {"x": uniform(rng, (N, T), -200, 200)}, logcumsumexp2),
     Example("mamba.scan", lambda rng, T: {
         "x": uniform(rng, (2, T, 5)),
         "dt": uniform(rng, (2, T, 5), 0.0, 0.5),

@@ -265,32 +265,39 @@ TEST(CpuBackend, FewLinesSplitAlongAMiddleDimChainEachLineWithTheNeighbouringLin
     }
 }
 
-// scanc's own exp, log, log1p, expm1, tanh, sigmoid, softplus and logaddexp (float_math.h) in
-// the CPU backend's lane loops give the reference's bits, f32 and f64, at lengths that leave
-// scalar tails, on values that reach every branch: each function's edges and special values,
-// and draws from [-800, 800] (past f64 exp's overflow), [-40, 40] and [-1, 1].
+// scanc's own exp, exp2, log, log2, log10, log1p, expm1, tanh, sigmoid, softplus and logaddexp
+// (float_math.h) in the CPU backend's lane loops give the reference's bits, f32 and f64, at
+// lengths that leave scalar tails, on values that reach every branch: each function's edges and
+// special values, draws from [-800, 800] (past f64 exp's overflow), [-40, 40] and [-1, 1],
+// integers in [-1100, 1100] (past f64 exp2's ends) and 2^k times a draw from [-1, 1] for k in
+// [-1100, 1100] (subnormals of both dtypes among them).
 TEST(CpuBackend, TranscendentalsInLaneLoopsGiveTheReferencesBits) {
     std::mt19937_64 rng(5);
     const double edges[] = {0.0, -0.0, 1.0, -1.0, 0.34657359027997264, 0.625, -0.625, 1.0397207708399179,
                             13.516370020918933, 39.16281570163691, 88.72283935546875, 709.782712893384,
-                            -745.1332191019411, 0x1p-28, 0x1p-54, 1e-40, INFINITY, -INFINITY, NAN};
+                            -745.1332191019411, 0x1p-28, 0x1p-54, 1e-40, INFINITY, -INFINITY, NAN,
+                            0x1p-149, 0x1p-1074, 0x1p-1022, 0x1p-126, 1e10, 1e22, 1024.0, 1075.0, 150.0, 149.5};
     for (DType t : {DType::F32, DType::F64})
         for (std::int64_t n : {1, 7, 1021}) {
             ProgramBuilder pb("p");
             Shape shape{pb.symbol("N")};
             Expr x = pb.param("x", t, shape), y = pb.param("y", t, shape);
             ProgramRef p = pb.build({exp(x), log(x), log1p(x), expm1(x), tanh(x), sigmoid(x), softplus(x),
-                                     logaddexp(x, y)});
+                                     logaddexp(x, y), exp2(x), log2(x), log10(x)});
             Inputs in;
             for (int k = 0; k < 2; ++k) {
                 in.add(t, {n}, Values::Unit, Layout::Contiguous, rng);
                 Tensor& v = in.storage.back();
-                std::uniform_int_distribution<int> pick(0, 3);
+                std::uniform_int_distribution<int> pick(0, 5), binade(-1100, 1100);
                 for (std::int64_t i = 0; i < n; ++i) {
                     const int kind = pick(rng);
                     const double unit = std::uniform_real_distribution<double>(-1, 1)(rng);
-                    const double value = kind == 0 ? edges[rng() % std::size(edges)] * (rng() % 2 ? 1 : -1)
-                                         : kind == 1 ? unit * 800 : kind == 2 ? unit * 40 : unit;
+                    const double value = kind == 0   ? edges[rng() % std::size(edges)] * (rng() % 2 ? 1 : -1)
+                                         : kind == 1 ? unit * 800
+                                         : kind == 2 ? unit * 40
+                                         : kind == 3 ? unit
+                                         : kind == 4 ? std::round(unit * 1100)
+                                                     : std::ldexp(unit, binade(rng));
                     if (t == DType::F32) static_cast<float*>(v.data())[i] = static_cast<float>(value);
                     else static_cast<double*>(v.data())[i] = value;
                 }

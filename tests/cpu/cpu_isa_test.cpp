@@ -257,7 +257,8 @@ TEST(CpuIsa, WideLaneLoopsOfArithmeticAndScancsOwnTranscendentalsGiveTheAvx2OpsB
     using cpu::OpKind;
     std::uint64_t seed = 320;
     auto expect_same = [&](cpu::OpKey key, auto type) { expect_wide_lanes<decltype(type)>(key, seed); };
-    for (Op op : {Op::Exp, Op::Log, Op::Log1p, Op::Expm1, Op::Tanh, Op::Sigmoid, Op::Softplus, Op::Sin, Op::Cos}) {
+    for (Op op : {Op::Exp, Op::Exp2, Op::Log, Op::Log2, Op::Log10, Op::Log1p, Op::Expm1, Op::Tanh, Op::Sigmoid, Op::Softplus,
+                   Op::Sin, Op::Cos}) {
         expect_same({OpKind::Unary, op, DType::F32}, float{});
         expect_same({OpKind::Unary, op, DType::F64}, double{});
     }

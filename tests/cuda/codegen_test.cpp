@@ -137,6 +137,8 @@ TEST(CudaCodegen, ACombinesWeightCountsTranscendentalsDivisionsAndOtherOps) {
     EXPECT_EQ(weight("a / b", 1), 8);
     EXPECT_EQ(weight("logaddexp(a, b)", 1), cuda::kTranscendentalWeight);
     EXPECT_EQ(weight("exp(a) * exp(b) + b", 1), 2 * cuda::kTranscendentalWeight + 2);
+    EXPECT_EQ(weight("log2(exp2(a) + exp2(b))", 1), 3 * cuda::kTranscendentalWeight + 1);
+    EXPECT_EQ(weight("log10(a) + b", 1), cuda::kTranscendentalWeight + 1);
     EXPECT_GE(weight("logaddexp(a, b)", 1), cuda::kHeavyCombine);
     EXPECT_LT(weight("a1 * a2, a2 * b1 + b2", 2), cuda::kHeavyCombine);
 }
@@ -254,6 +256,25 @@ program p(x: f32[N, T], y: f32[N, 1], s: f32[]) {
   v = scan shifted(x) dim=1 reverse with (-s)
   w = scan shifted(x) dim=0 with (f32(i32(s) + 1))
   return u, v, w
+}
+)",
+                               "<test>");
+    EXPECT_GT(cuda_compile_check(module.programs.back(), "sm_90"), 0u);
+}
+
+TEST(CudaCodegen, Exp2Log2AndLog10CompileWithNvrtcAtEveryFloatDtype) {
+    // In a combine and in a prologue and an epilogue, at f16 and bf16 (computed in f32), f32
+    // and f64.
+    SKIP_WITHOUT_NVRTC();
+    auto module = parse_module(R"(
+combine lse2(a | b) { return log2(exp2(a) + exp2(b)) }
+combine decades(a | b) { return log10(pow(10, a) + pow(10, b)) }
+program p(h: f16[N, T], g: bf16[N, T], x: f32[N, T], d: f64[N, T]) {
+  u = scan lse2(log2(h)) dim=1
+  v = scan decades(g) dim=1
+  w = scan lse2(exp2(x)) dim=1
+  z = scan decades(log10(d)) dim=0
+  return u, v, exp2(w), log2(z)
 }
 )",
                                "<test>");

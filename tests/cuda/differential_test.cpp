@@ -242,6 +242,46 @@ program p(x: f32[M, N], w: f64[M, N]) {
     }
 }
 
+// Units in the last place of float or double between a and b (0 when both are NaN or equal).
+template <typename T>
+double ulps_between(T a, T b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INFINITY;
+    if (a == b) return 0;
+    if (std::isinf(a) || std::isinf(b)) return INFINITY;
+    const T m = std::max(std::fabs(a), std::fabs(b));
+    return std::fabs(static_cast<double>(a) - static_cast<double>(b)) / static_cast<double>(std::nextafter(m, T(INFINITY)) - m);
+}
+
+TEST_F(CudaDifferential, Exp2Log2AndLog10StayWithinCudasBoundsOfTheReference) {
+    // CUDA's exp2f, log2f and log10f are within 2, 1 and 2 ulps, its f64 forms within 1, and the
+    // reference within 1: their distance is at most the sum. Inputs of every binade, the
+    // powers of two and integers, past exp2's ends, and the special values.
+    auto program = parse_program(R"(
+program p(x: f32[N], w: f64[N]) {
+  return exp2(x), log2(x), log10(x), exp2(w), log2(w), log10(w)
+}
+)");
+    std::vector<double> v = {0.0, -0.0, -1.0, INFINITY, -INFINITY, NAN};
+    for (int k = -1074; k < 1024; ++k) v.push_back(std::ldexp(1.0, k)), v.push_back(k);
+    std::uniform_real_distribution<double> unit(0.5, 1.0), wide(-1100, 1100);
+    std::uniform_int_distribution<int> binade(-1074, 1024);
+    for (int i = 0; i < 20000; ++i) v.push_back(std::ldexp(unit(rng), binade(rng))), v.push_back(wide(rng));
+    const std::int64_t n = static_cast<std::int64_t>(v.size());
+    Tensor x = Tensor::empty(DType::F32, {n}), w = Tensor::empty(DType::F64, {n});
+    for (std::int64_t i = 0; i < n; ++i) x.view().ptr<float>()[i] = static_cast<float>(v[i]), w.view().ptr<double>()[i] = v[i];
+    const std::vector<TensorView> in = {x.view(), w.view()};
+    auto want = ReferenceBackend().compile(program)->run(in);
+    auto got = CudaBackend().compile(program)->run(in);
+    const double bound[] = {3, 2, 3, 2, 2, 2};
+    for (int r = 0; r < 6; ++r) {
+        double worst = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+            worst = std::max(worst, r < 3 ? ulps_between(got[r].view().ptr<float>()[i], want[r].view().ptr<float>()[i])
+                                          : ulps_between(got[r].view().ptr<double>()[i], want[r].view().ptr<double>()[i]));
+        EXPECT_LE(worst, bound[r]) << "result " << r;
+    }
+}
+
 TEST_F(CudaDifferential, CapturedValuesAndExpressionsAreReadPerRowAndLane) {
     auto program = parse_program(R"(
 combine smooth_max(x1 | x2; tau) { return tau * logaddexp(x1 / tau, x2 / tau) }
@@ -277,7 +317,7 @@ TEST_F(CudaDifferential, EveryDtypeMatches) {
 
 TEST_F(CudaDifferential, ExamplesMatchOnRandomInputs) {
     for (const char* file : {"mamba.scan", "welford.scan", "matmul2x2.scan", "segmented_sum.scan",
-                             "cummax.scan", "logcumsumexp.scan", "smooth_max.scan", "cumsum.scan"}) {
+                             "cummax.scan", "logcumsumexp.scan", "logcumsumexp2.scan", "smooth_max.scan", "cumsum.scan"}) {
         SCOPED_TRACE(file);
         Module m = load_module(std::string(SCANC_SOURCE_DIR) + "/examples/" + file);
         for (auto& program : m.programs) {

@@ -91,6 +91,8 @@ EXAMPLE_CASES = {
                lambda i: numpy_scan(lambda l, r: (np.maximum(l[0], r[0]),), [i["x"]], 0)),
     "logcumsumexp": ("logcumsumexp", "T", lambda s, g: {"x": g.uniform(-3, 3, (2, s))},
                      lambda i: numpy_scan(lambda l, r: (np.logaddexp(l[0], r[0]),), [i["x"]], 1)),
+    "logcumsumexp2": ("logcumsumexp2", "T", lambda s, g: {"x": _f32(g, (2, s), -30, 30)},
+                      lambda i: numpy_scan(lambda l, r: (np.logaddexp2(l[0], r[0]),), [i["x"]], 1)),
     "matmul2x2": ("recurrence", "T",
                   lambda s, g: {"p": _f32(g, (2, s), -0.4, 0.4), "q": _f32(g, (2, s), -0.4, 0.4)},
                   lambda i: (lambda o: [o[0], o[2]])(numpy_scan(

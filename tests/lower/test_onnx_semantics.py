@@ -1,7 +1,8 @@
 """Exported ONNX models compute what the reference computes, where ONNX's own ops differ from
 scanc's semantics (docs/semantics.md) or have no kernel in onnxruntime: empty dims, integer
 division by zero and INT_MIN / -1, shift counts, saturating casts, the exp/log family near 0 and
-at large arguments, 8/16-bit and bool operands, names that collide with the exporter's own.
+at large arguments, log2, log10 and exp2 (which ONNX lacks), 8/16-bit and bool operands, names
+that collide with the exporter's own.
 Each program runs on the reference (`scanc run`) and, exported by `scanc lower --emit onnx`,
 through onnx.checker and onnxruntime; results must match bit for bit (integers) or to a few
 ulps (floats)."""
@@ -135,6 +136,52 @@ def test_expm1_and_log1p_stay_finite_wherever_their_results_are(tmp_path, dtype,
                                   *HS, "--size", f"T={len(x)}")
     assert np.isfinite(ref).all()
     np.testing.assert_allclose(got, ref, rtol=8 * np.finfo(x.dtype).eps, atol=0)
+
+
+def ulps_from_truth(got, x, fn):
+    """|got - fn(x)| in ulps of got's dtype, fn computed in long double and rounded."""
+    with np.errstate(all="ignore"):
+        want = fn(x.astype(np.longdouble)).astype(got.dtype)
+        ulp = np.spacing(np.abs(want)).astype(np.longdouble)
+        d = np.abs(got.astype(np.longdouble) - want.astype(np.longdouble)) / ulp
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    return np.where(same, 0.0, d)
+
+
+def base_log_inputs(fn, dtype, rng):
+    """Positive values of every binade (subnormals too), the powers of two and of ten, and the
+    special values for log2 and log10; for exp2 draws past both ends of its range and every
+    integer within it."""
+    lo, hi = (-149, 128) if dtype == np.float32 else (-1074, 1024)
+    special = [0.0, -0.0, -1.0, np.inf, -np.inf, np.nan]
+    if fn == "exp2":
+        draws = rng.uniform(1.05 * lo, 1.05 * hi, 20000)
+        return np.concatenate([draws, np.arange(lo, hi), special]).astype(dtype)
+    draws = np.ldexp(rng.uniform(0.5, 1.0, 20000), rng.integers(lo + 1, hi, 20000))
+    tens = 10.0 ** np.arange(11 if dtype == np.float32 else 23)
+    return np.concatenate([draws, np.ldexp(1.0, np.arange(lo, hi)), tens, special]).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("fn,numpy_fn", [("log2", np.log2), ("log10", np.log10), ("exp2", np.exp2)])
+def test_log2_log10_and_exp2_export_within_four_ulps(tmp_path, dtype, fn, numpy_fn):
+    """ONNX has none of them: Log times 1 / ln 2 or 1 / ln 10 rounds twice (on onnxruntime 1.32
+    log2 within 2 ulps, log10 within 3 (f32) or 4 (f64), not exact at every power of two), and
+    Pow(2, x) is the runtime's pow (within 1 ulp there, exact at integers). The reference stays
+    within 1 ulp and exact at powers of two."""
+    x = base_log_inputs(fn, dtype, np.random.default_rng(2))
+    name = "f32" if dtype == np.float32 else "f64"
+    text = f"program p(x: {name}[T]) {{\n  return {fn}(x)\n}}\n"
+    ref, got = reference_and_onnx(tmp_path, text, {"x": x}, *HS, "--size", f"T={len(x)}")
+    assert ulps_from_truth(ref, x, numpy_fn).max() <= 1
+    assert ulps_from_truth(got, x, numpy_fn).max() <= 4
+    if fn == "exp2":  # exact at every integer whose power of two is a float
+        k = np.arange(*((-149, 128) if dtype == np.float32 else (-1074, 1024)))
+        on_integers = np.isin(x, k)
+        assert np.array_equal(got[on_integers], np.ldexp(dtype(1), x[on_integers].astype(int)))
+    if fn == "log2":
+        powers = (x > 0) & np.isfinite(x) & (np.frexp(x)[0] == 0.5)
+        assert np.array_equal(ref[powers], np.frexp(x[powers])[1] - 1)
 
 
 def test_logcumsumexp_keeps_tiny_increments(tmp_path):

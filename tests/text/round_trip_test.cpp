@@ -163,7 +163,8 @@ const char* kCorpus[] = {
     "program functions(x: f64[2, 3]) {\n"
     "  a = exp(log(log1p(expm1(sqrt(rsqrt(abs(tanh(sigmoid(softplus(x))))))))))\n"
     "  b = sin(cos(floor(ceil(x)))) + pow(x, 2) + min(x, 0) + max(x, 1) + logaddexp(x, a)\n"
-    "  return where(x > 0, a, b)\n}\n",
+    "  c = log2(exp2(x)) - log10(x) * log2(x + 1)\n"
+    "  return where(x > 0, a, b), c\n}\n",
     "program bits(x: i32[N], y: i32[N]) {\n  return x & y | x ^ y, (x | y) & 255, -(x % y)\n}\n",
     "program slices(x: f32[B<=16, L]) {\n  a = slice(x, 1, 0, L - 1)\n"
     "  b = slice(x, -1, -3, L, 2)\n  c = slice(x, 0, max(B - 2, 1), min(2*B, L) + 1)\n"
@@ -252,8 +253,11 @@ private:
         return coin() ? apply(kCompare[pick(6)], {v->e, rhs}) : apply(kCompare[pick(6)], {rhs, v->e});
     }
 
-    // exp, log, ..., ceil: the 14 one-argument functions, in ops.def order.
-    Op unary_float() { return static_cast<Op>(static_cast<int>(Op::Exp) + pick(14)); }
+    // exp, log, ..., ceil: the one-argument functions, in ops.def order.
+    Op unary_float() {
+        constexpr int first = static_cast<int>(Op::Exp), count = static_cast<int>(Op::Ceil) - first + 1;
+        return static_cast<Op>(first + pick(count));
+    }
 
     Expr atom(DType t, const Pool& pool) {
         if (t == DType::Bool) return strong_bool(pool, 1);

@@ -57,6 +57,9 @@ Expr operator!(const Expr& a);  // `not`
 
 Expr exp(const Expr& x);
 Expr log(const Expr& x);
+Expr exp2(const Expr& x);
+Expr log2(const Expr& x);
+Expr log10(const Expr& x);
 Expr log1p(const Expr& x);
 Expr expm1(const Expr& x);
 Expr sqrt(const Expr& x);

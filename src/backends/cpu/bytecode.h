@@ -126,8 +126,9 @@ OpFn lookup_op(const OpKey& key);
 OpFn lookup_op_baseline(const OpKey& key);
 OpFn lookup_op_avx2(const OpKey& key);
 OpFn lookup_bcast_avx512(const OpKey& key);  // OpKey::bcast variants only (ops_avx512.cpp)
-// f32/f64 + - * /, MulAdd, AddMul (plain, tee or stream; not bcast) and f32 exp, log, log1p,
-// sigmoid, softplus; null for the others (ops_avx512.cpp).
+// f32/f64 + - * /, MulAdd, AddMul (plain, tee or stream; not bcast) and f32/f64 exp, exp2, log,
+// log2, log10, log1p, expm1, tanh, sigmoid, softplus, logaddexp, sin, cos; null for the others
+// (ops_avx512.cpp).
 OpFn lookup_lanes_avx512(const OpKey& key);
 
 // dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols; strides in elements of `esize`

@@ -2,10 +2,10 @@
 // time by ops_dispatch.cpp only on CPUs that have AVX-512F): the register kernel of fix-ups
 // (ops_seg_local.inc), whole rows in registers (ops_row_scan.inc), the broadcast op variants
 // of the fix-ups' phase 3 (ops_variants.inc), the lane loops of the arithmetic ops (plain, tee
-// and streaming) and of f32 and f64 exp, log, log1p, expm1, tanh, sigmoid, softplus and logaddexp
-// (scanc's straight-line functions, float_math.h), and f16 and bf16 loads, stores and
-// roundings (ops_narrow.inc), where an elementwise prologue and a scan's carry rows spend most of
-// their time. The rest of the op table stays AVX2.
+// and streaming) and of f32 and f64 exp, exp2, log, log2, log10, log1p, expm1, tanh, sigmoid,
+// softplus and logaddexp (scanc's straight-line functions, float_math.h), and f16 and bf16
+// loads, stores and roundings (ops_narrow.inc), where an elementwise prologue and a scan's carry
+// rows spend most of their time. The rest of the op table stays AVX2.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -32,8 +32,9 @@ namespace {
 #include "ops_narrow.inc"
 
 // The lane loops at 64 bytes a vector: f32 and f64 + - * / and MulAdd / AddMul (through
-// lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 and f64 exp, log, log1p,
-// expm1, tanh, sigmoid, softplus, logaddexp, sin and cos; null for the rest of the table.
+// lookup_variant, ops_variants.inc; plain, tee and streaming), and f32 and f64 exp, exp2, log,
+// log2, log10, log1p, expm1, tanh, sigmoid, softplus, logaddexp, sin and cos; null for the rest
+// of the table.
 template <Op O>
 using ArithmeticF = std::conditional_t<O == Op::Add, AddF,
                     std::conditional_t<O == Op::Sub, SubF, std::conditional_t<O == Op::Mul, MulF, DivF>>>;
@@ -46,6 +47,9 @@ template <typename T> OpFn transcendental(Op op) {
     switch (op) {
         case Op::Exp: return &unary_loop<T, ExpF>;
         case Op::Log: return &unary_loop<T, LogF>;
+        case Op::Exp2: return &unary_loop<T, Exp2F>;
+        case Op::Log2: return &unary_loop<T, Log2F>;
+        case Op::Log10: return &unary_loop<T, Log10F>;
         case Op::Log1p: return &unary_loop<T, Log1pF>;
         case Op::Expm1: return &unary_loop<T, Expm1F>;
         case Op::Tanh: return &unary_loop<T, TanhF>;

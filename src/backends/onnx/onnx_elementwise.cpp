@@ -134,6 +134,11 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
             return node->output(0);
         }
         case Op::Log1p: return log1p(g, in[0], t);
+        // ONNX has no Log2, Log10 or Exp2: log(x) / ln b (two roundings, so a few ulps and not
+        // exact at powers of the base) and Pow(2, x) (the runtime's pow, exact at integers).
+        case Op::Log2: return g.op("Mul", {g.op("Log", in), g.scalar(t, 1.0 / std::log(2.0), 0, true)});
+        case Op::Log10: return g.op("Mul", {g.op("Log", in), g.scalar(t, 1.0 / std::log(10.0), 0, true)});
+        case Op::Exp2: return g.op("Pow", {g.scalar(t, 2.0, 2, true), in[0]});
         case Op::Expm1: return expm1(g, in[0], t);
         case Op::Rsqrt: return g.op("Reciprocal", {g.op("Sqrt", in)});
         case Op::Sigmoid: {

@@ -119,6 +119,9 @@ __device__ __forceinline__ unsigned short sc_bf16_store(float x) {
     __device__ __forceinline__ double name(double x) { return f64fn; }
 SC_UNARY(sc_exp, expf(x), exp(x))
 SC_UNARY(sc_log, logf(x), log(x))
+SC_UNARY(sc_exp2, exp2f(x), exp2(x))
+SC_UNARY(sc_log2, log2f(x), log2(x))
+SC_UNARY(sc_log10, log10f(x), log10(x))
 SC_UNARY(sc_log1p, log1pf(x), log1p(x))
 SC_UNARY(sc_expm1, expm1f(x), expm1(x))
 SC_UNARY(sc_sqrt, sqrtf(x), sqrt(x))

@@ -102,6 +102,9 @@ std::string apply(Op op, const std::vector<std::string>& a, DType operand, DType
         case Op::Mod: return call("sc_mod");
         case Op::Exp: return call("sc_exp");
         case Op::Log: return call("sc_log");
+        case Op::Exp2: return call("sc_exp2");
+        case Op::Log2: return call("sc_log2");
+        case Op::Log10: return call("sc_log10");
         case Op::Log1p: return call("sc_log1p");
         case Op::Expm1: return call("sc_expm1");
         case Op::Sqrt: return call("sc_sqrt");
