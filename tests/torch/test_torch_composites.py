@@ -13,52 +13,9 @@ import torch
 from torch._higher_order_ops.associative_scan import associative_scan as torch_associative_scan
 
 import scanc.torch as st
-from torch_scan_loops import loop_scan
+from torch_scan_loops import FLOATS, INTEGERS, assert_same, images, loop_scan, specials
 
 NAN, INF = math.nan, math.inf
-FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-INTEGERS = [torch.int32, torch.int64, torch.int8, torch.uint8]
-
-
-def specials(dtype, n=61, seed=0):
-    """n values of dtype: NaN, the infinities, both zeros, the extremes, then random ones, so
-    that every pair of special values meets somewhere in two of these rows."""
-    g = torch.Generator().manual_seed(seed)
-    if dtype in FLOATS:
-        info = torch.finfo(dtype)
-        edge = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, info.max, -info.max, info.tiny,
-                -info.tiny, 3.0, -2.0]
-        rest = torch.randn(n - len(edge), generator=g, dtype=torch.float64) * 4
-        return torch.cat([torch.tensor(edge, dtype=torch.float64), rest]).to(dtype)
-    if dtype == torch.bool:
-        return torch.rand(n, generator=g) < 0.5
-    info = torch.iinfo(dtype)
-    edge = torch.tensor([0, 1, info.max, info.min, info.max - 1, info.min + 1])
-    rest = torch.randint(max(info.min, -50), min(info.max, 50), (n - len(edge),), generator=g)
-    return torch.cat([edge, rest]).to(dtype)
-
-
-def images(fn, *operands):
-    """fn of each element but the first, by a scan: the combine keeps the latest operands and
-    fn of them, which is associative whatever fn is."""
-    def latest_and_image(earlier, later):
-        return (*later[:-1], fn(*later[:-1]))
-
-    xs = tuple(x[None] for x in operands) + (torch.zeros_like(operands[0][None], dtype=fn(*operands).dtype),)
-    return st.associative_scan(latest_and_image, xs, 1)[-1][0, 1:]
-
-
-def assert_same(got, want, exact):
-    assert got.dtype == want.dtype
-    if not exact:
-        torch.testing.assert_close(got, want, equal_nan=True)
-    elif not got.is_floating_point():
-        assert torch.equal(got, want), (got, want)
-    else:  # NaN where torch has NaN, and elsewhere the same bits (the sign of a zero too)
-        assert torch.equal(got.isnan(), want.isnan()), (got, want)
-        numbers = ~want.isnan()
-        assert torch.equal(got[numbers], want[numbers]), (got, want)
-        assert torch.equal(got[numbers].signbit(), want[numbers].signbit()), (got, want)
 
 
 UNARY = {
@@ -98,6 +55,7 @@ def test_a_unary_composite_gives_torch_s_value_on_special_values(name, dtype):
 
 BINARY = {  # name: (fn, exact, dtypes)
     "hypot": (torch.hypot, False, FLOATS),
+    "logaddexp2": (torch.logaddexp2, False, FLOATS),
     "xlogy": (torch.xlogy, False, FLOATS + INTEGERS),
     "xlogy of a number": (lambda x, y: torch.xlogy(x, 2.5), False, FLOATS + INTEGERS),
     "xlogy by a number": (lambda x, y: torch.special.xlogy(3, y), False, FLOATS + INTEGERS),
@@ -231,6 +189,8 @@ def test_modifying_a_captured_tensor_in_place_is_refused():
     with pytest.raises(ValueError, match="captured tensor in place"):
         st.associative_scan(lambda a, b: a + scale.add_(b), torch.ones(2, 5), 1)
     assert torch.equal(scale, torch.ones(5))
+    with pytest.raises(ValueError, match="computed from captured tensors only"):
+        st.associative_scan(lambda a, b: a + scale.clone().mul_(b), torch.ones(2, 5), 1)
 
 
 @pytest.mark.parametrize("spelling, message", [
@@ -238,7 +198,8 @@ def test_modifying_a_captured_tensor_in_place_is_refused():
     (lambda a, b: torch.addcdiv(a, a, b) * 0 + b, "addcdiv needs a floating-point"),
     (lambda a, b: torch.hypot(a, b), "hypot needs a floating-point"),
     (lambda a, b: torch.where(torch.signbit(b), b, a), "torch.signbit"),
-], ids=["relu of bool", "addcdiv of ints", "hypot of ints", "signbit"])
+    (lambda a, b: torch.lerp(a.float(), b.double(), 0.5), "lerp expects `end`"),
+], ids=["relu of bool", "addcdiv of ints", "hypot of ints", "signbit", "lerp of mixed dtypes"])
 def test_what_torch_refuses_or_scanc_cannot_do_exactly_is_refused_by_name(spelling, message):
     dtype = torch.bool if "relu" in message else torch.int32
     with pytest.raises(ValueError, match=message):
@@ -297,3 +258,68 @@ def test_gradients_flow_through_composites(reverse):
     for combine in (guarded_logaddexp, hypot_norm, nan_skipping_sum):
         assert torch.autograd.gradcheck(
             lambda v: st.associative_scan(combine, v, 1, reverse=reverse), (x,))
+
+
+@pytest.mark.parametrize("cast", [lambda s, b: s.to(s.dtype), lambda s, b: s.to(b),
+                                  lambda s, b: s.type_as(b), lambda s, b: s.float()],
+                         ids=["to(dtype)", "to(tensor)", "type_as", "float()"])
+def test_a_cast_to_the_operand_s_own_dtype_is_the_operand_itself(cast):
+    def running_sum(a, b):  # as in torch, the in-place add through the cast changes `total`
+        total = a * 1
+        cast(total, b).add_(b)
+        return total
+
+    x = torch.randn(2, 17, generator=torch.Generator().manual_seed(6))
+    torch.testing.assert_close(st.associative_scan(running_sum, x, 1), loop_scan(running_sum, x, 1))
+
+
+@pytest.mark.parametrize("spelling", [
+    lambda b, c: torch.clamp(b, min=c), lambda b, c: torch.clamp(b, max=c),
+    lambda b, c: torch.clamp_min(b, c), lambda b, c: (b * 1).clamp_(min=c),
+    lambda b, c: torch.clamp(b, min=NAN), lambda b, c: b.clamp(-1.0, NAN)],
+    ids=["min", "max", "clamp_min", "clamp_ in place", "min=nan", "max=nan"])
+def test_a_nan_bound_makes_clamp_nan_as_in_torch(spelling):
+    bounds = torch.tensor([NAN, 0.0, 2.0, -INF])
+    x = torch.randn(5, 4, generator=torch.Generator().manual_seed(7))
+    latest_clamped = lambda a, b: spelling(b, bounds)  # noqa: E731 (the latest element, clamped)
+    torch.testing.assert_close(st.associative_scan(latest_clamped, x, 0),
+                               loop_scan(latest_clamped, x, 0), equal_nan=True)
+
+
+@pytest.mark.parametrize("spelling", [
+    lambda b, c: c.clamp(max=b), lambda b, c: b.sub(c, alpha=2), lambda b, c: (b * 1).sub_(c, alpha=2),
+    lambda b, c: torch.add(b, c, alpha=-0.5)],
+    ids=["captured clamped by a traced keyword", "sub alpha", "sub_ alpha", "add alpha"])
+def test_a_captured_first_operand_beside_a_traced_keyword_or_alpha_traces(spelling):
+    c = torch.tensor([0.5, 2.0, -1.0])
+    latest_above_zero = lambda a, b: torch.where(spelling(b, c) > 0, b, a)  # noqa: E731
+    x = torch.randn(6, 3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(st.associative_scan(latest_above_zero, x, 0), loop_scan(latest_above_zero, x, 0))
+
+
+@pytest.mark.parametrize("dtype, number", [(torch.bfloat16, 0.1), (torch.float16, -1e-30),
+                                           (torch.float16, 70000.0), (torch.bfloat16, 1.00390625)])
+def test_a_number_compared_with_a_narrow_float_is_rounded_to_its_dtype_first(dtype, number):
+    rounded = torch.tensor(number, dtype=dtype)
+    x = torch.stack([torch.tensor(5.0, dtype=dtype), rounded, rounded.abs(), -rounded])[None]
+    for compare in (torch.gt, torch.ge, torch.lt, torch.eq):
+        latest = lambda a, b: torch.where(compare(b, number), b, a)  # noqa: E731
+        assert torch.equal(st.associative_scan(latest, x, 1), loop_scan(latest, x, 1))
+
+
+class Constants(torch.nn.Module):
+    def forward(self, x):
+        return (st.associative_scan(lambda a, b: a + b + torch.zeros_like(b), x, 1),
+                st.associative_scan(lambda a, b: (a[0] + b[0], torch.full_like(b[1], 2.7, dtype=torch.int32)),
+                                    (x, x.int()), 1)[1])
+
+
+def test_constants_from_zeros_like_and_full_like_lower():
+    x = torch.randn(2, 9, generator=torch.Generator().manual_seed(8))
+    lowered = st.lower_associative_scans(torch.export.export(
+        Constants(), (x,), dynamic_shapes=({1: torch.export.Dim("T", max=32)},))).module()
+    for n in (9, 20):
+        v = torch.randn(2, n, generator=torch.Generator().manual_seed(n))
+        for got, want in zip(lowered(v), Constants()(v)):
+            torch.testing.assert_close(got, want)  # the sum reassociated: not bit for bit
+    assert torch.equal(Constants()(x)[1][:, 1:], torch.full((2, 8), 2, dtype=torch.int32))

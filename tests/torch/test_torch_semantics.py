@@ -12,7 +12,7 @@ import torch
 from torch._higher_order_ops.associative_scan import associative_scan as torch_associative_scan
 
 import scanc.torch as st
-from torch_scan_loops import loop_scan
+from torch_scan_loops import FLOATS, INTEGERS, assert_same, images, loop_scan, specials
 
 LENGTHS = (0, 1, 2, 7, 33, 127)
 
@@ -489,3 +489,55 @@ def test_a_number_beyond_an_integer_dtype_wraps_as_in_torch_eager_compiled_and_l
     assert torch.equal(compiled(x), want)
     assert torch.equal(st.lower_associative_scans(exported).module()(x), want)
     torch._dynamo.reset()
+
+
+BASE_TWO_AND_TEN = {"log2": torch.log2, "exp2": torch.exp2, "special.exp2": torch.special.exp2,
+                    "log10": torch.log10, "log2_ in place": lambda x: x.double().clone().log2_()}
+
+
+@pytest.mark.parametrize("name, dtype", [(n, d) for n in BASE_TWO_AND_TEN for d in FLOATS + INTEGERS],
+                         ids=str)
+def test_log2_exp2_and_log10_give_torch_s_values(name, dtype):
+    fn = BASE_TWO_AND_TEN[name]
+    x = specials(dtype)
+    assert_same(images(fn, x), fn(x[1:]), exact=False)
+
+
+@pytest.mark.parametrize("dtype, low, high", [(torch.float32, -149, 128), (torch.float64, -1074, 1024)],
+                         ids=["f32", "f64"])
+def test_log2_is_exact_at_every_power_of_two_and_exp2_at_every_integer(dtype, low, high):
+    k = torch.arange(low, high, dtype=dtype)
+    powers = torch.ldexp(torch.ones_like(k), k)  # 2^k, subnormals included
+    assert torch.equal(images(torch.log2, torch.cat([k[:1], powers])), k)
+    assert torch.equal(images(torch.exp2, torch.cat([k[:1], k])), powers)
+
+
+def base_two_logaddexp(a, b):
+    return torch.log2(torch.exp2(a) + torch.exp2(b))
+
+
+@pytest.mark.parametrize("combine", [base_two_logaddexp, torch.logaddexp2])
+def test_a_base_two_logcumsumexp_matches_the_loop_and_its_gradient(combine):
+    x = torch.randn(3, 37, generator=torch.Generator().manual_seed(13), dtype=torch.float64)
+    torch.testing.assert_close(st.associative_scan(combine, x, 1), loop_scan(combine, x, 1))
+    torch.testing.assert_close(st.associative_scan(combine, x, 1, reverse=True),
+                               loop_scan(combine, x, 1, reverse=True))
+    assert torch.autograd.gradcheck(lambda v: st.associative_scan(combine, v, 1),
+                                    (x[:, :11].clone().requires_grad_(),))
+
+
+
+class BaseTwoLogCumSumExp(torch.nn.Module):
+    def forward(self, x):
+        return (st.associative_scan(torch.logaddexp2, x, 1),
+                torch_associative_scan(base_two_logaddexp, x, 1, combine_mode="generic"))
+
+
+def test_base_two_functions_export_and_lower_to_aten():
+    x = torch.randn(2, 19, generator=torch.Generator().manual_seed(14))
+    want = loop_scan(base_two_logaddexp, x, 1)
+    lowered = st.lower_associative_scans(torch.export.export(BaseTwoLogCumSumExp(), (x,)))
+    for got in lowered.module()(x):
+        torch.testing.assert_close(got, want)
+    assert not any("scanc" in str(n.target) or "associative_scan" in str(n.target)
+                   for n in lowered.graph.nodes)

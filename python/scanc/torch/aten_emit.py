@@ -33,6 +33,8 @@ class Emitter:
     def __call__(self, op: str, args: list) -> Any:
         tensors = [isinstance(a, fx.Node) for a in args]
         if not any(tensors):
+            if op.startswith("cast:"):
+                return _cast_number(args[0], DTYPES[op[5:]])
             folded = ir.make(op, *[ir.const(a) for a in args])
             if folded.op == "const":
                 return folded.value
@@ -125,6 +127,22 @@ class Emitter:
 INTEGERS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 _BOOL_RESULTS = ("lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
                  "logical_not", "logical_xor")
+
+
+def _cast_number(value, dtype: torch.dtype):
+    """A number cast to dtype as scanc casts it (docs/semantics.md): floats rounded to the
+    dtype, float to integer truncated and saturated with NaN as 0, integers wrapped, nonzero
+    as true."""
+    if dtype == torch.bool:
+        return bool(value != 0)
+    if dtype.is_floating_point:
+        return torch.tensor(float(value), dtype=torch.float64).to(dtype).item()
+    if isinstance(value, float):
+        info = torch.iinfo(dtype)
+        if value != value:
+            return 0
+        return info.max if value >= info.max else info.min if value <= info.min else int(value)
+    return torch.tensor(int(value), dtype=torch.int64).to(dtype).item()
 
 
 def _dtype_of(node: fx.Node) -> torch.dtype | None:

@@ -123,6 +123,10 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 def lerp(input, end, weight):
     _refuse_unless_float("lerp", input)
+    for name, v in (("end", end), ("weight", weight)):
+        if _dtype(v) not in (None, input.dtype):
+            raise ValueError(f"associative_scan: torch.lerp expects `{name}` of the input's dtype "
+                             f"{input.dtype} (as torch does), got {_dtype(v)}")
 
     def formula(start, end, weight):
         # torch's: from the nearer end, so that weight 1 gives `end` exactly.
@@ -133,6 +137,18 @@ def lerp(input, end, weight):
                            end - diff * (1 - weight))
 
     return _in_f32(formula, input, end, weight)
+
+
+def logaddexp2(input, other):
+    _refuse_unless_float("logaddexp2", input, other)
+
+    def formula(a, b):
+        # torch's: equal infinities are themselves, otherwise the larger plus log2(1 + 2^-gap).
+        soft = (torch.maximum(a, b)
+                + torch.log1p(torch.exp2(-torch.abs(a - b))) * (1 / math.log(2.0)))
+        return torch.where(torch.isinf(a) & (a == b), a, soft)
+
+    return _in_f32(formula, input, other)
 
 
 def hypot(input, other):
@@ -168,5 +184,6 @@ COMPOSITES = {
     "isnan": isnan, "isinf": isinf, "isposinf": isposinf, "isneginf": isneginf,
     "isfinite": isfinite, "nan_to_num": nan_to_num, "masked_fill": masked_fill, "sign": sign,
     "sgn": sign, "relu": relu,
-    "addcmul": addcmul, "addcdiv": addcdiv, "lerp": lerp, "hypot": hypot, "xlogy": xlogy,
+    "addcmul": addcmul, "addcdiv": addcdiv, "lerp": lerp, "logaddexp2": logaddexp2,
+    "hypot": hypot, "xlogy": xlogy,
 }

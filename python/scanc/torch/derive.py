@@ -13,6 +13,8 @@ nothing (no `0 * inf`). Conventions follow torch's autograd where they matter:
 
 from __future__ import annotations
 
+import math
+
 from .ir import ONE, ZERO, Node, const, make
 
 _NONDIFFERENTIABLE = {"<", "<=", ">", ">=", "==", "!=", "and", "or", "not", "&", "|", "^",
@@ -28,6 +30,7 @@ def _sign(x: Node) -> Node:
 # Integer literals stay integers in the text (weak i64), so a derivative made only of them, such
 # as sign(a) or a clamp's where(.., 1, 0), would divide as integers: halves are float literals.
 _TWO = const(2.0)
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
 def _local(node: Node, d: list[Node]) -> Node:
@@ -54,6 +57,12 @@ def _local(node: Node, d: list[Node]) -> Node:
         return make("*", make("exp", a), da)
     if op == "log":
         return make("/", da, a)
+    if op == "exp2":
+        return make("*", make("*", node, const(_LN2)), da)
+    if op == "log2":
+        return make("/", da, make("*", a, const(_LN2)))
+    if op == "log10":
+        return make("/", da, make("*", a, const(_LN10)))
     if op == "log1p":
         return make("/", da, make("+", a, ONE))
     if op == "sqrt":

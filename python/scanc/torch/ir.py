@@ -26,7 +26,8 @@ INFIX = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or",
          "<<", ">>")
 PREFIX = {"neg": "-", "not": "not"}
 FUNCTIONS = {
-    "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "sqrt": 1, "rsqrt": 1, "abs": 1, "tanh": 1,
+    "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "exp2": 1, "log2": 1, "log10": 1, "sqrt": 1,
+    "rsqrt": 1, "abs": 1, "tanh": 1,
     "sigmoid": 1, "softplus": 1, "sin": 1, "cos": 1, "floor": 1, "ceil": 1, "pow": 2, "min": 2,
     "max": 2, "logaddexp": 2, "where": 3,
 }
@@ -91,8 +92,10 @@ def _fold(op: str, values: list[Any]) -> Any | None:
             return -values[0]
         if op == "/" and values[1] != 0:
             return values[0] / values[1]
-        if op in ("exp", "log", "sqrt", "sin", "cos", "tanh") and len(values) == 1:
+        if op in ("exp", "log", "log2", "log10", "sqrt", "sin", "cos", "tanh"):
             return float(getattr(math, op)(values[0]))
+        if op == "exp2":
+            return 2.0 ** float(values[0])
     except (ValueError, OverflowError):
         return None
     return None

@@ -36,7 +36,8 @@ _DUNDERS = {  # __X__ / __rX__ of torch.Tensor -> the operation
     "eq": "eq", "ne": "ne", "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
 }
 FLOAT_FUNCTIONS = {  # torch name -> scanc function; integer operands become floats, as in torch
-    "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
+    "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "exp2": "exp2",
+    "log2": "log2", "log10": "log10", "sqrt": "sqrt",
     "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "expit": "sigmoid",
     "softplus": "softplus", "sin": "sin", "cos": "cos",
 }

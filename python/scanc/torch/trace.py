@@ -27,6 +27,9 @@ it.
 
 from __future__ import annotations
 
+import math
+import struct
+
 import torch
 
 from . import pytrees
@@ -41,7 +44,8 @@ DTYPE_NAMES = {  # torch dtype -> scanc dtype name
 }
 
 # torch's type promotion (c10's result_type) over scanc's dtypes, precomputed outside Dynamo.
-_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_NARROW = (torch.float16, torch.bfloat16)
+_FLOATS = (*_NARROW, torch.float32, torch.float64)
 _PROMOTE = {(a, b): torch.promote_types(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
 _CAN_CAST = {(a, b): torch.can_cast(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
 # Tensor attributes that are data, not methods: only dtype has a meaning for a traced scalar.
@@ -350,6 +354,21 @@ def _python_number(v):
     return v.item() if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 else v
 
 
+def _round_number(v, dtype: torch.dtype):
+    """A Python float v rounded to f16 or bf16 (as torch converts it: to f32, then to bf16 to
+    nearest even); anything else as it is. Pure Python: it runs wherever tracing does."""
+    if not isinstance(v, float) or v != v:
+        return v
+    try:
+        if dtype == torch.float16:
+            return struct.unpack("<e", struct.pack("<e", v))[0]
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
 def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     """a OP b with torch's semantics: operands promoted to their result type, then scanc ops
     that compute what torch computes (true division, floor remainder, ...)."""
@@ -357,6 +376,8 @@ def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     rec = _find_recorder((a, b))
     dtype = _result_type(a, b)
     if op in ("lt", "le", "gt", "ge", "eq", "ne"):
+        if dtype in _NARROW:  # as torch: the number is first rounded to the operands' dtype
+            a, b = (_round_number(v, dtype) for v in (a, b))
         return _infix(rec, a, _SYMBOLS[op], b, dtype, torch.bool)
     if dtype == torch.bool and op in ("add", "mul", "sub"):
         if op == "sub":  # torch's own refusal
@@ -553,7 +574,7 @@ def _apply(func, args, kwargs) -> Tracer:
         result = COMPOSITES[op](*args, **kwargs)
         return _assign(args[0] if args else kwargs["input"], result) if in_place else result
     args, kwargs = _positional(op, args, kwargs)
-    rec = _find_recorder(args)
+    rec = _find_recorder([*args, *kwargs.values()])  # c.clamp(max=b): only a keyword is traced
     if kind == "special":
         return _apply_special(rec, op, args, kwargs)
     if kind == "identity":
@@ -567,9 +588,12 @@ def _apply(func, args, kwargs) -> Tracer:
         a, b = args[0], args[1]
         alpha = args[2] if len(args) > 2 else kwargs.get("alpha", 1)
         if alpha != 1:
-            if not isinstance(b, (Tracer, torch.Tensor)):  # torch multiplies in the result dtype
-                b = _cast(rec, _python_number(b), _result_type(a, b))
-            b = _binary("mul", b, alpha)
+            if isinstance(b, torch.Tensor):  # a captured tensor: scaled by torch, captured so
+                b = b * alpha
+            else:
+                if not isinstance(b, Tracer):  # torch multiplies in the result dtype
+                    b = _cast(rec, _python_number(b), _result_type(a, b))
+                b = _binary("mul", b, alpha)
         return _binary(op, a, b, kwargs.get("rounding_mode"))
     if op == "softplus":
         beta = args[1] if len(args) > 1 else kwargs.get("beta", 1)
@@ -603,12 +627,21 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
         if name == "clamp_max":
             lo, hi = None, lo
         # torch.clamp's semantics, gradient included: a value on a bound keeps its gradient.
+        # A NaN bound makes the result NaN.
         dtype = _result_type(*[v for v in (x, lo, hi) if v is not None])
         x = Tracer(rec, _operand(rec, x, dtype), dtype)
-        if lo is not None:
-            x = _where(rec, _infix(rec, x, "<", lo, dtype, torch.bool), lo, x)
-        if hi is not None:
-            x = _where(rec, _infix(rec, x, ">", hi, dtype, torch.bool), hi, x)
+        for bound, cmp in ((lo, "<"), (hi, ">")):
+            if bound is None:
+                continue
+            beyond = _infix(rec, x, cmp, bound, dtype, torch.bool)
+            if dtype in _FLOATS and isinstance(bound, (Tracer, torch.Tensor)):
+                bound = Tracer(rec, _operand(rec, bound, dtype), dtype)
+                nan = _emit(rec, f"{bound._name} != {bound._name}", torch.bool)
+                beyond = _emit(rec, f"{beyond._name} or {nan._name}", torch.bool)
+            elif dtype in _FLOATS and bound != bound:
+                x = _cast(rec, bound, dtype)
+                continue
+            x = _where(rec, beyond, bound, x)
         return x
     if name in ("max", "min"):
         other = args[1] if len(args) > 1 else kwargs.get("other")
@@ -628,15 +661,20 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"associative_scan: .{name}() inside a combine takes a dtype or a "
                              f"tensor only")
-        return _cast(rec, x, dtype)
-    return _cast(rec, x, CAST_METHODS[name])
+    else:
+        dtype = CAST_METHODS[name]
+    # To its own dtype, torch returns the tensor itself (an in-place operation on one changes
+    # the other).
+    return x if isinstance(x, Tracer) and x._dtype == dtype else _cast(rec, x, dtype)
 
 
 def _assign(target, result) -> Tracer:
     """target, now holding result, as after torch's in-place operations: cast back to target's
     dtype where torch would, refused where torch refuses (a float result into an int)."""
     if not isinstance(target, Tracer):
-        raise ValueError("associative_scan: a combine cannot modify a captured tensor in place")
+        raise ValueError("associative_scan: a combine cannot modify a captured tensor in place, "
+                         "nor one computed from captured tensors only (it cannot hold traced "
+                         "values); use the operation's out-of-place form")
     dtype = _typeof(result)[0]
     if dtype != target._dtype:
         if not _CAN_CAST.get((dtype, target._dtype), False):
