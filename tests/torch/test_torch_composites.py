@@ -307,11 +307,17 @@ def test_a_number_compared_with_a_narrow_float_is_rounded_to_its_dtype_first(dty
         assert torch.equal(st.associative_scan(latest, x, 1), loop_scan(latest, x, 1))
 
 
+def latest_where_a_constant_holds(a, b):  # operations on constants alone, and a condition of them
+    scale = torch.exp(torch.zeros_like(b)) * torch.abs(torch.full_like(b, -2.0))
+    return torch.where(torch.isfinite(torch.ones_like(b)), b * scale / 2, a)
+
+
 class Constants(torch.nn.Module):
     def forward(self, x):
         return (st.associative_scan(lambda a, b: a + b + torch.zeros_like(b), x, 1),
                 st.associative_scan(lambda a, b: (a[0] + b[0], torch.full_like(b[1], 2.7, dtype=torch.int32)),
-                                    (x, x.int()), 1)[1])
+                                    (x, x.int()), 1)[1],
+                st.associative_scan(latest_where_a_constant_holds, x, 1))
 
 
 def test_constants_from_zeros_like_and_full_like_lower():

@@ -33,8 +33,10 @@ class Emitter:
     def __call__(self, op: str, args: list) -> Any:
         tensors = [isinstance(a, fx.Node) for a in args]
         if not any(tensors):
-            if op.startswith("cast:"):
-                return _cast_number(args[0], DTYPES[op[5:]])
+            if op.startswith("cast:"):  # a typed constant: a zero-dim tensor keeps its dtype
+                dtype = DTYPES[op[5:]]
+                return self.call(aten.scalar_tensor.default, _cast_number(args[0], dtype),
+                                 dtype=dtype)
             folded = ir.make(op, *[ir.const(a) for a in args])
             if folded.op == "const":
                 return folded.value
@@ -47,6 +49,8 @@ class Emitter:
             return self._binary(op, args[0], args[1], tensors)
         if op == "where":
             c, a, b = args
+            if not tensors[0]:  # a condition known here
+                return a if c else b
             if tensors[1] and tensors[2]:
                 return self.call(aten.where.self, c, a, b)
             if tensors[2]:
