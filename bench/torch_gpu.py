@@ -45,6 +45,16 @@ def reproducers() -> bool:
     g = torch.compile(lambda v: st.associative_scan(loops.mul, v, 1), dynamic=True, fullgraph=True)
     ok &= check("(2,64,65) f64 prod dim 1, compile(dynamic=True) == eager == cumprod",
                 close(g(x), st.associative_scan(loops.mul, x, 1)) and close(g(x), x.cumprod(1)))
+    x = torch.randn(3, 300, device=DEV)
+    x[:, ::7] = float("nan")
+
+    def skipping_nan(a, b):  # a base-2 logcumsumexp of the values that are not NaN
+        return torch.where(torch.isnan(b), a,
+                           torch.where(torch.isnan(a), b, torch.logaddexp2(a, b)))
+
+    ok &= check("log2/exp2 NaN-skipping logcumsumexp (composites): device == CPU",
+                close(st.associative_scan(skipping_nan, x, 1).cpu(),
+                      st.associative_scan(skipping_nan, x.cpu(), 1), atol=1e-5, equal_nan=True))
     return ok
 
 
