@@ -329,3 +329,21 @@ def test_constants_from_zeros_like_and_full_like_lower():
         for got, want in zip(lowered(v), Constants()(v)):
             torch.testing.assert_close(got, want)  # the sum reassociated: not bit for bit
     assert torch.equal(Constants()(x)[1][:, 1:], torch.full((2, 8), 2, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype, bound", [(torch.int8, 300), (torch.uint8, -256), (torch.float16, 1e30),
+                                          (torch.float32, 1e300)])
+def test_a_clamp_bound_that_overflows_the_operand_s_dtype_is_refused_as_torch_refuses_it(dtype, bound):
+    x = torch.ones(2, 5, dtype=dtype)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.clamp(x, min=bound)
+    with pytest.raises(ValueError, match="without overflow"):
+        st.associative_scan(lambda a, b: torch.clamp(torch.maximum(a, b), max=bound), x, 1)
+    assert torch.equal(st.associative_scan(lambda a, b: torch.clamp(torch.maximum(a, b), max=INF if
+                       dtype.is_floating_point else 7), x, 1), x)
+
+
+def test_a_negative_clamp_bound_of_an_unsigned_operand_wraps_as_in_torch():
+    x = torch.randint(0, 255, (2, 9), dtype=torch.uint8, generator=torch.Generator().manual_seed(9))
+    latest_clamped = lambda a, b: torch.clamp(b, min=-6)  # noqa: E731 (-6 is 250 in uint8)
+    assert torch.equal(st.associative_scan(latest_clamped, x, 1), loop_scan(latest_clamped, x, 1))

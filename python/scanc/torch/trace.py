@@ -48,6 +48,11 @@ _NARROW = (torch.float16, torch.bfloat16)
 _FLOATS = (*_NARROW, torch.float32, torch.float64)
 _PROMOTE = {(a, b): torch.promote_types(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
 _CAN_CAST = {(a, b): torch.can_cast(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
+_LARGEST = {d: torch.finfo(d).max for d in _FLOATS}
+# The numbers torch converts to each integer dtype without an overflow error (c10's
+# checked_convert: an unsigned dtype takes negatives down to minus its largest, wrapping them).
+_INT_RANGE = {d: (torch.iinfo(d).min or -torch.iinfo(d).max, torch.iinfo(d).max)
+              for d in DTYPE_NAMES if d not in _FLOATS and d != torch.bool}
 # Tensor attributes that are data, not methods: only dtype has a meaning for a traced scalar.
 _TENSOR_DATA = frozenset(n for n in dir(torch.Tensor)
                          if not n.startswith("_") and not callable(getattr(torch.Tensor, n, None)))
@@ -369,6 +374,19 @@ def _round_number(v, dtype: torch.dtype):
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
+def _refuse_overflow(name: str, v, dtype: torch.dtype) -> None:
+    """ValueError, as torch's, where a Python number v (a bound) does not fit dtype."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or _is_symbolic(v):
+        return
+    if dtype in _FLOATS:
+        fits = v != v or abs(v) == math.inf or abs(v) <= _LARGEST[dtype]
+    else:
+        fits = dtype == torch.bool or _INT_RANGE[dtype][0] <= v <= _INT_RANGE[dtype][1]
+    if not fits:
+        raise ValueError(f"associative_scan: {name}'s bound {v!r} cannot be converted to {dtype} "
+                         f"without overflow (torch refuses it too)")
+
+
 def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     """a OP b with torch's semantics: operands promoted to their result type, then scanc ops
     that compute what torch computes (true division, floor remainder, ...)."""
@@ -633,6 +651,7 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
         for bound, cmp in ((lo, "<"), (hi, ">")):
             if bound is None:
                 continue
+            _refuse_overflow("clamp", bound, dtype)
             beyond = _infix(rec, x, cmp, bound, dtype, torch.bool)
             if dtype in _FLOATS and isinstance(bound, (Tracer, torch.Tensor)):
                 bound = Tracer(rec, _operand(rec, bound, dtype), dtype)
