@@ -199,7 +199,9 @@ def test_modifying_a_captured_tensor_in_place_is_refused():
     (lambda a, b: torch.hypot(a, b), "hypot needs a floating-point"),
     (lambda a, b: torch.where(torch.signbit(b), b, a), "torch.signbit"),
     (lambda a, b: torch.lerp(a.float(), b.double(), 0.5), "lerp expects `end`"),
-], ids=["relu of bool", "addcdiv of ints", "hypot of ints", "signbit", "lerp of mixed dtypes"])
+    (lambda a, b: torch.addcmul(a.double(), b, b) * 0 + b, "addcmul of operands of different"),
+], ids=["relu of bool", "addcdiv of ints", "hypot of ints", "signbit", "lerp of mixed dtypes",
+        "addcmul of mixed dtypes"])
 def test_what_torch_refuses_or_scanc_cannot_do_exactly_is_refused_by_name(spelling, message):
     dtype = torch.bool if "relu" in message else torch.int32
     with pytest.raises(ValueError, match=message):
@@ -347,3 +349,13 @@ def test_a_negative_clamp_bound_of_an_unsigned_operand_wraps_as_in_torch():
     x = torch.randint(0, 255, (2, 9), dtype=torch.uint8, generator=torch.Generator().manual_seed(9))
     latest_clamped = lambda a, b: torch.clamp(b, min=-6)  # noqa: E731 (-6 is 250 in uint8)
     assert torch.equal(st.associative_scan(latest_clamped, x, 1), loop_scan(latest_clamped, x, 1))
+
+
+def test_a_narrow_float_compared_with_a_number_beyond_its_range_compiles():
+    x = torch.tensor([[1.0, 70000.0, -3.0, 65504.0]]).half()
+    latest_above = lambda a, b: torch.where(b > 1e30, b, a)  # noqa: E731 (1e30 is inf in f16)
+    compiled = torch.compile(lambda v: st.associative_scan(latest_above, v, 1), backend="eager",
+                             fullgraph=True)
+    assert torch.equal(compiled(x), loop_scan(latest_above, x, 1))
+    assert torch.equal(st.associative_scan(latest_above, x, 1), loop_scan(latest_above, x, 1))
+    torch._dynamo.reset()

@@ -50,6 +50,16 @@ def _in_f32(fn, *operands):
     return fn(*wide).to(narrow)
 
 
+def _refuse_mixed_dtypes(name: str, *operands) -> None:
+    """ValueError where the tensor operands differ in dtype: torch multiplies them in their
+    promoted dtype, which these compositions do not reproduce."""
+    dtypes = {_dtype(v) for v in operands if _dtype(v) is not None}
+    if len(dtypes) > 1:
+        raise ValueError(f"associative_scan: torch.{name} of operands of different dtypes "
+                         f"({', '.join(sorted(map(str, dtypes)))}) is not supported inside a "
+                         f"combine; cast them to one dtype")
+
+
 def _refuse_unless_float(name: str, *operands) -> None:
     if not any(_is_float(v) for v in operands):
         dtypes = ", ".join(str(_dtype(v) or type(v).__name__) for v in operands)
@@ -108,6 +118,7 @@ def masked_fill(input, mask, value):
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
+    _refuse_mixed_dtypes("addcmul", input, tensor1, tensor2)
     if isinstance(value, float) and not any(_is_float(v) for v in (input, tensor1, tensor2)):
         raise ValueError("associative_scan: torch.addcmul of integer operands takes an integer "
                          "value= (as in torch)")
@@ -117,6 +128,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     _refuse_unless_float("addcdiv", input, tensor1, tensor2)
+    _refuse_mixed_dtypes("addcdiv", input, tensor1, tensor2)
     return _in_f32(lambda x, a, b: x + (a / b if value == 1 else value * a / b),
                    input, tensor1, tensor2)
 

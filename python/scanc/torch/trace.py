@@ -361,8 +361,9 @@ def _python_number(v):
 
 def _round_number(v, dtype: torch.dtype):
     """A Python float v rounded to f16 or bf16 (as torch converts it: to f32, then to bf16 to
-    nearest even); anything else as it is. Pure Python: it runs wherever tracing does."""
-    if not isinstance(v, float) or v != v:
+    nearest even); anything else as it is. Under Dynamo a number is captured as a zero-dim tensor
+    of the dtype, which rounds it (and Dynamo cannot trace struct's overflow)."""
+    if not isinstance(v, float) or v != v or torch.compiler.is_compiling():
         return v
     try:
         if dtype == torch.float16:
