@@ -33,6 +33,8 @@ class Emitter:
     def __call__(self, op: str, args: list) -> Any:
         tensors = [isinstance(a, fx.Node) for a in args]
         if not any(tensors):
+            if op == "where":
+                return args[1] if args[0] else args[2]
             if op.startswith("cast:"):  # a typed constant: a zero-dim tensor keeps its dtype
                 dtype = DTYPES[op[5:]]
                 return self.call(aten.scalar_tensor.default, _cast_number(args[0], dtype),
