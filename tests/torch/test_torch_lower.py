@@ -186,3 +186,12 @@ def test_the_lowered_program_exports_to_onnx_that_onnxruntime_runs(model, tmp_pa
         x = randn(3, 10, seed=seed)
         (y,) = session.run(None, {"x": x.numpy(), "tau": tau.numpy()})
         np.testing.assert_allclose(y, reference(x, tau).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_emitter_takes_the_branch_of_a_where_whose_operands_are_all_constants():
+    from scanc.torch import aten_emit
+    emit = aten_emit.Emitter(torch.fx.Graph())
+    assert emit("where", [True, 2.0, 3.0]) == 2.0
+    assert emit("where", [False, 2.0, 3.0]) == 3.0
+    constant = emit("cast:i8", [300])  # a typed constant: a zero-dim tensor, wrapped as scanc casts
+    assert constant.target is torch.ops.aten.scalar_tensor.default and constant.args == (44,)
