@@ -33,7 +33,7 @@ import struct
 import torch
 
 from . import pytrees
-from .composites import COMPOSITES
+from .composites import _FLOATS, _LARGEST, _NARROW, COMPOSITES  # dtype facts defined once
 from .spellings import (ATEN_TABLE, CAST_METHODS, FLOAT_FUNCTIONS, OPTIONS, PARAMS, PY_TABLE,
                         SAME_FUNCTIONS, TABLE)
 
@@ -44,11 +44,8 @@ DTYPE_NAMES = {  # torch dtype -> scanc dtype name
 }
 
 # torch's type promotion (c10's result_type) over scanc's dtypes, precomputed outside Dynamo.
-_NARROW = (torch.float16, torch.bfloat16)
-_FLOATS = (*_NARROW, torch.float32, torch.float64)
 _PROMOTE = {(a, b): torch.promote_types(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
 _CAN_CAST = {(a, b): torch.can_cast(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES}
-_LARGEST = {d: torch.finfo(d).max for d in _FLOATS}
 # The numbers torch converts to each integer dtype without an overflow error (c10's
 # checked_convert: an unsigned dtype takes negatives down to minus its largest, wrapping them).
 _INT_RANGE = {d: (torch.iinfo(d).min or -torch.iinfo(d).max, torch.iinfo(d).max)
@@ -653,14 +650,16 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
             if bound is None:
                 continue
             _refuse_overflow("clamp", bound, dtype)
-            beyond = _infix(rec, x, cmp, bound, dtype, torch.bool)
-            if dtype in _FLOATS and isinstance(bound, (Tracer, torch.Tensor)):
+            if not isinstance(bound, (Tracer, torch.Tensor)):
+                if dtype in _FLOATS and bound != bound:
+                    x = _cast(rec, bound, dtype)
+                    continue
+            else:  # cast once, used by the comparison, the NaN test and the where
                 bound = Tracer(rec, _operand(rec, bound, dtype), dtype)
+            beyond = _infix(rec, x, cmp, bound, dtype, torch.bool)
+            if dtype in _FLOATS and isinstance(bound, Tracer):
                 nan = _emit(rec, f"{bound._name} != {bound._name}", torch.bool)
                 beyond = _emit(rec, f"{beyond._name} or {nan._name}", torch.bool)
-            elif dtype in _FLOATS and bound != bound:
-                x = _cast(rec, bound, dtype)
-                continue
             x = _where(rec, beyond, bound, x)
         return x
     if name in ("max", "min"):
