@@ -345,6 +345,20 @@ def test_a_clamp_bound_that_overflows_the_operand_s_dtype_is_refused_as_torch_re
                        dtype.is_floating_point else 7), x, 1), x)
 
 
+@pytest.mark.parametrize("dtype, value", [(torch.uint8, -256), (torch.int8, 128),
+                                          (torch.float16, 1e6), (torch.bfloat16, 1e39)])
+@pytest.mark.parametrize("spelling", [
+    lambda b, v: torch.full_like(b, v), lambda b, v: b.masked_fill(b != b, v),
+    lambda b, v: torch.nn.functional.threshold(b, 0, v)], ids=["full_like", "masked_fill", "threshold"])
+def test_a_fill_value_that_overflows_the_operand_s_dtype_is_refused_as_torch_refuses_it(
+        dtype, value, spelling):
+    x = torch.ones(2, 5, dtype=dtype)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        spelling(x, value)
+    with pytest.raises(ValueError, match="without overflow"):
+        st.associative_scan(lambda a, b: torch.maximum(a, spelling(b, value)), x, 1)
+
+
 def test_a_negative_clamp_bound_of_an_unsigned_operand_wraps_as_in_torch():
     x = torch.randint(0, 255, (2, 9), dtype=torch.uint8, generator=torch.Generator().manual_seed(9))
     latest_clamped = lambda a, b: torch.clamp(b, min=-6)  # noqa: E731 (-6 is 250 in uint8)

@@ -178,7 +178,9 @@ def hypot(input, other):
     return _in_f32(formula, input, other)
 
 
-def xlogy(input, other):
+def _xlog(log, input, other):
+    """x * log(y) for xlogy (log) and xlog1py (log1p): 0 where x is 0 (even for y 0 or inf),
+    NaN wherever y is NaN, as torch's."""
     # A number operand becomes a constant of the float dtype the result has, as in torch.
     if _dtype(input) is None:
         input = torch.full_like(other, input, dtype=_float_of(other))
@@ -186,10 +188,13 @@ def xlogy(input, other):
         other = torch.full_like(input, other, dtype=_float_of(input))
 
     def formula(x, y):
-        # 0 where x is 0 (even for y 0 or inf), NaN wherever y is NaN, as torch's xlogy.
-        return torch.where(y != y, math.nan, torch.where(x == 0, 0.0, x * torch.log(y)))
+        return torch.where(y != y, math.nan, torch.where(x == 0, 0.0, x * log(y)))
 
     return _in_f32(formula, input, other)
+
+
+def xlogy(input, other):
+    return _xlog(torch.log, input, other)
 
 
 COMPOSITES = {

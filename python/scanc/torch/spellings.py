@@ -12,7 +12,12 @@ import types
 import torch
 import torch.nn.functional as F
 
-from .composites import COMPOSITES
+from . import composites
+from .activations import ACTIVATIONS
+from .elementary import ELEMENTARY
+
+# Every operation written as a composition of scanc's (composites.py and the modules beside it).
+COMPOSITES = {**composites.COMPOSITES, **ACTIVATIONS, **ELEMENTARY}
 
 # Every spelling of an operation maps to one entry (kind, op). Kinds: "bin" (a binary operation
 # named by op, torch's type promotion applied, see _binary), "rbin" (the same, reflected),
@@ -79,7 +84,7 @@ def _build_table() -> dict:
     # X_ of every X above that torch has in place (a.add_(b), torch.relu_(a), a.clamp_(0)).
     for name in (*_BINARY, *_ALIASES, *FLOAT_FUNCTIONS, *SAME_FUNCTIONS, *_SPECIAL, *_UNARY,
                  *COMPOSITES):
-        for owner in (torch, torch.Tensor, torch._C.TensorBase):
+        for owner in (torch, torch.Tensor, torch._C.TensorBase, F):
             fn = getattr(owner, f"{name}_", None)
             if fn is not None and fn not in table:
                 table[fn] = ("inplace", name)
@@ -127,6 +132,8 @@ def _build_aten_table() -> dict:
              + [(n, ("unary", op)) for n, op in _UNARY.items()]
              + [(n, ("composite", n)) for n in COMPOSITES]
              + [("alias", ("identity", None)), ("view_as", ("identity", None)),
+                ("special_xlog1py", ("composite", "xlog1py")),
+                ("log_sigmoid", ("composite", "logsigmoid")),
                 ("_to_copy", ("special", "to"))]
              + [(f"__{n}__", ("bin", op)) for n, op in _DUNDERS.items()])
     for name, entry in names:

@@ -33,9 +33,10 @@ import struct
 import torch
 
 from . import pytrees
-from .composites import _FLOATS, _LARGEST, _NARROW, COMPOSITES  # dtype facts defined once
-from .spellings import (ATEN_TABLE, CAST_METHODS, FLOAT_FUNCTIONS, OPTIONS, PARAMS, PY_TABLE,
-                        SAME_FUNCTIONS, TABLE)
+from .activations import softplus as _softplus_scaled
+from .composites import _FLOATS, _LARGEST, _NARROW  # dtype facts defined once
+from .spellings import (ATEN_TABLE, CAST_METHODS, COMPOSITES, FLOAT_FUNCTIONS, OPTIONS, PARAMS,
+                        PY_TABLE, SAME_FUNCTIONS, TABLE)
 
 DTYPE_NAMES = {  # torch dtype -> scanc dtype name
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
@@ -372,17 +373,21 @@ def _round_number(v, dtype: torch.dtype):
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
-def _refuse_overflow(name: str, v, dtype: torch.dtype) -> None:
-    """ValueError, as torch's, where a Python number v (a bound) does not fit dtype."""
+def _refuse_overflow(name: str, v, dtype: torch.dtype, what: str = "bound") -> None:
+    """ValueError, as torch's, where a Python number v (a bound, a fill value) does not fit
+    dtype."""
     if not isinstance(v, (int, float)) or isinstance(v, bool) or _is_symbolic(v):
         return
     if dtype in _FLOATS:
         fits = v != v or abs(v) == math.inf or abs(v) <= _LARGEST[dtype]
     else:
-        fits = dtype == torch.bool or _INT_RANGE[dtype][0] <= v <= _INT_RANGE[dtype][1]
+        # c10's checked_convert wraps a negative int into an unsigned dtype, not a float.
+        low, high = _INT_RANGE.get(dtype, (0, 1))
+        low = 0 if isinstance(v, float) and dtype == torch.uint8 else low
+        fits = dtype == torch.bool or low <= v <= high
     if not fits:
-        raise ValueError(f"associative_scan: {name}'s bound {v!r} cannot be converted to {dtype} "
-                         f"without overflow (torch refuses it too)")
+        raise ValueError(f"associative_scan: {name}'s {what} {v!r} cannot be converted to "
+                         f"{dtype} without overflow (torch refuses it too)")
 
 
 def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
@@ -580,8 +585,10 @@ def _apply(func, args, kwargs) -> Tracer:
                          f"comparisons, where, min/max, exp/log family, NaN and infinity "
                          f"tests, casts; docs/python.md lists them)")
     kind, op = entry
-    if kind == "inplace":
-        return _assign(args[0], _apply(getattr(torch.Tensor, op), args, kwargs))
+    if kind == "inplace":  # torch.nn.functional's X_ may have no Tensor.X: call the composite
+        method = getattr(torch.Tensor, op, None)
+        result = _apply(method, args, kwargs) if method else COMPOSITES[op](*args, **kwargs)
+        return _assign(args[0], result)
     if kind == "composite":
         kwargs = dict(kwargs)
         if "self" in kwargs:
@@ -614,9 +621,8 @@ def _apply(func, args, kwargs) -> Tracer:
     if op == "softplus":
         beta = args[1] if len(args) > 1 else kwargs.get("beta", 1)
         threshold = args[2] if len(args) > 2 else kwargs.get("threshold", 20)
-        if beta != 1 or threshold != 20:
-            raise ValueError("associative_scan: softplus inside a combine supports beta=1 and "
-                             "threshold=20 only")
+        if beta != 1 or threshold != 20:  # scanc's softplus is torch's default one
+            return _softplus_scaled(args[0], beta, threshold)
         args = args[:1]
     return _function(op, args)
 
@@ -672,7 +678,9 @@ def _apply_special(rec: _Recorder, name: str, args, kwargs) -> Tracer:
         fill = {"zeros_like": 0, "ones_like": 1}.get(name)
         if fill is None:
             fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
-        return _cast(rec, _python_number(fill), kwargs.get("dtype") or _typeof(x)[0])
+        dtype = kwargs.get("dtype") or _typeof(x)[0]
+        _refuse_overflow(name, fill, dtype, "value")
+        return _cast(rec, _python_number(fill), dtype)
     if name in ("to", "type", "type_as"):
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if isinstance(dtype, (Tracer, torch.Tensor)):  # x.to(y), x.type_as(y): y's dtype
