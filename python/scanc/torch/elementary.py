@@ -24,7 +24,7 @@ from .composites import (_FLOATS, _NARROW, _dtype, _float_of, _in_f32, _is_float
 #   overflow f32 not much further on.
 
 
-def _float(name, formula, input):
+def _float(formula, input):
     """formula of input as a float (an integer or bool operand becomes the default float
     dtype, as torch's unary float functions do)."""
     if not _is_float(input):
@@ -42,18 +42,18 @@ def sinh(input):
         small = (torch.expm1(x) - torch.expm1(-x)) * 0.5  # no cancellation near 0
         large = torch.where(x < 0, -_half_exp(x), _half_exp(x))
         return torch.where(torch.abs(x) > 20.0, large, small)
-    return _float("sinh", formula, input)
+    return _float(formula, input)
 
 
 def cosh(input):
     def formula(x):
         small = (torch.exp(x) + torch.exp(-x)) * 0.5
         return torch.where(torch.abs(x) > 20.0, _half_exp(x), small)
-    return _float("cosh", formula, input)
+    return _float(formula, input)
 
 
 def tan(input):
-    return _float("tan", lambda x: torch.sin(x) / torch.cos(x), input)
+    return _float(lambda x: torch.sin(x) / torch.cos(x), input)
 
 
 def asinh(input):
@@ -63,7 +63,7 @@ def asinh(input):
         moderate = torch.log1p(a + a * a / (1.0 + torch.sqrt(1.0 + a * a)))
         magnitude = torch.where(a > 268435456.0, torch.log(a) + 0.6931471805599453, moderate)
         return torch.where(x < 0, -magnitude, torch.where(x == 0, x, magnitude))
-    return _float("asinh", formula, input)
+    return _float(formula, input)
 
 
 def acosh(input):
@@ -72,7 +72,7 @@ def acosh(input):
         moderate = torch.log1p(t + torch.sqrt(2.0 * t + t * t))
         value = torch.where(x > 268435456.0, torch.log(x) + 0.6931471805599453, moderate)
         return torch.where(x < 1, math.nan, value)
-    return _float("acosh", formula, input)
+    return _float(formula, input)
 
 
 def atanh(input):
@@ -81,7 +81,7 @@ def atanh(input):
         magnitude = 0.5 * torch.log1p(2.0 * a / (1.0 - a))
         value = torch.where(a > 1, math.nan, magnitude)
         return torch.where(x < 0, -value, torch.where(x == 0, x, value))
-    return _float("atanh", formula, input)
+    return _float(formula, input)
 
 
 def logit(input, eps=None):
@@ -100,15 +100,15 @@ def sinc(input):
     def formula(x):
         product = math.pi * x
         return torch.where(x == 0, torch.ones_like(x), torch.sin(product) / product)
-    return _float("sinc", formula, input)
+    return _float(formula, input)
 
 
 def deg2rad(input):
-    return _float("deg2rad", lambda x: x * (math.pi / 180.0), input)
+    return _float(lambda x: x * (math.pi / 180.0), input)
 
 
 def rad2deg(input):
-    return _float("rad2deg", lambda x: x * (180.0 / math.pi), input)
+    return _float(lambda x: x * (180.0 / math.pi), input)
 
 
 def frac(input):
