@@ -147,10 +147,10 @@ def test_in_place_forms_give_their_operations_value(in_place, out_of_place):
     (lambda a, b: F.gelu(b) + a, "exact gelu needs erf"),
     (lambda a, b: F.celu(b, alpha=0.0) + a, "alpha cannot be 0"),
     (lambda a, b: F.hardtanh(b, 2.0, 1.0) + a, "max_val cannot be less than min_val"),
-    (lambda a, b: F.softshrink(b, -1.0) + a, "lambd must be at least 0"),
+    (lambda a, b: F.softshrink(b, -1.0) + a, "lambd must be in \[0, the dtype.s largest\]"),
     (lambda a, b: F.silu(b.int()) + a, "silu needs a floating-point operand"),
     (lambda a, b: torch.frac(b.int()) + a, "frac needs a floating-point"),
-    (lambda a, b: torch.round(b.int(), decimals=1) + a, "round with decimals of an integer"),
+    (lambda a, b: torch.round(b.int(), decimals=1) + a, "round of torch.int32 operands with decimals"),
     (lambda a, b: torch.heaviside(b, b.double()) + a, "heaviside of operands of different"),
     (lambda a, b: F.hardtanh(b.to(torch.uint8), -1.0, 1.0) + a, "unsigned type with negative"),
 ], ids=["gelu approximate", "exact gelu", "celu alpha 0", "hardtanh limits", "softshrink lambd", "silu of ints",
@@ -253,3 +253,135 @@ def test_every_function_but_two_compiles_with_dynamic_shapes_to_its_eager_value(
         for got, want in zip(compiled(x), scan(x)):
             torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("limit", [0.1, 0.3, 0.7])
+def test_narrow_floats_meet_limits_where_torch_rounds_them(dtype, limit):
+    # hardshrink rounds lambd to the dtype; threshold compares in f32; both at the limit's
+    # neighbours in the dtype.
+    near = torch.tensor([limit], dtype=dtype)
+    x = torch.cat([near, near.nextafter(torch.tensor(INF, dtype=dtype)),
+                   near.nextafter(torch.tensor(-INF, dtype=dtype)), -near])
+    x = torch.cat([x[:1], x])
+    for fn in (lambda v: F.hardshrink(v, limit), lambda v: F.threshold(v, limit, 5.0)):
+        assert_same(images(fn, x), fn(x[1:]), exact=True)
+
+
+@pytest.mark.parametrize("eps", [0.9, 1.0, math.nan, -0.25, 0.5])
+def test_logit_selects_its_eps_bounds_as_torch_does_where_they_cross(eps):
+    x = torch.cat([torch.tensor([0.0, 0.0, 1.0, 0.5, NAN, -1.0, 2.0]), torch.rand(20)])
+    assert_same(images(lambda v: torch.logit(v, eps=eps), x), torch.logit(x[1:], eps=eps),
+                exact=False)
+
+
+@pytest.mark.parametrize("decimals", [309, 400, -400, 2 ** 31])
+def test_round_to_more_decimals_than_a_double_scales_by_gives_torch_s_nan(decimals):
+    x = torch.tensor([0.0, 1.5, -2.25, 0.0])
+    assert_same(images(lambda v: torch.round(v, decimals=decimals), x),
+                torch.round(x[1:], decimals=decimals), exact=True)
+
+
+@pytest.mark.parametrize("dtype, mantissa, exponent", [
+    (torch.float64, 1e-300, 1200), (torch.float64, 1e300, -1500), (torch.float64, 1.5, -1074),
+    (torch.float64, 1.75, -1075), (torch.float64, 0.0, 5000), (torch.float32, 1e-30, 200),
+    (torch.float32, 1.75, -150), (torch.float32, 3e38, -300), (torch.float16, 1e-4, 20),
+    (torch.bfloat16, 1e30, -230), (torch.float32, INF, -3000), (torch.float64, -0.0, 7)])
+def test_ldexp_by_an_integer_rounds_once_however_far_it_scales(dtype, mantissa, exponent):
+    x = torch.tensor([mantissa, mantissa, -mantissa], dtype=dtype)
+    e = torch.tensor([exponent] * 3, dtype=torch.int64)
+    assert_same(images(torch.ldexp, x, e), torch.ldexp(x[1:], e[1:]), exact=True)
+
+
+def test_ldexp_by_a_narrow_float_exponent_takes_its_power_in_that_dtype():
+    x = torch.tensor([1.0, 1.0, 2.0 ** -10, 3.0])
+    e = torch.tensor([-30.0, -30.0, 16.0, 0.5], dtype=torch.float16)
+    assert_same(images(torch.ldexp, x, e), torch.ldexp(x[1:], e[1:]), exact=True)
+    assert_same(images(torch.ldexp, x.half(), e), torch.ldexp(x[1:].half(), e[1:]), exact=True)
+
+
+def test_a_positional_inplace_changes_the_operand_under_compile_too():
+    def images_in_place(v):
+        def latest_elu_in_place(left, right):
+            c = right[0].clone()
+            F.elu(c, 2.0, True)  # alpha, inplace by position
+            F.leaky_relu(c, 0.2, True)
+            return right[0], c
+        return st.associative_scan(latest_elu_in_place, (v, v), 1)[1]
+    x = torch.tensor([[-1.0, -2.0, -3.0, 4.0]])
+    want = F.leaky_relu(F.elu(x, 2.0), 0.2)[:, 1:]
+    compiled = torch.compile(images_in_place, backend="eager", fullgraph=True, dynamic=True)
+    for got in (images_in_place(x), compiled(x)):
+        torch.testing.assert_close(got[:, 1:], want)
+    torch._dynamo.reset()
+
+
+def test_a_number_that_overflows_xlogy_s_dtype_is_inf_as_in_torch():
+    x = torch.tensor([0.5, 2.0, 0.0, -1.0], dtype=torch.float16)
+    for fn in (lambda v: torch.xlogy(v, 1e5), lambda v: torch.special.xlog1py(v, 1e5)):
+        assert_same(images(fn, x), fn(x[1:]), exact=False)
+
+    def weighted(v, p):  # p a float argument: symbolic under dynamic=True
+        return st.associative_scan(lambda a, b: (b[0], torch.special.xlog1py(b[0], p)),
+                                   (v, v), 1)[1]
+    v = torch.rand(2, 9)
+    compiled = torch.compile(weighted, backend="eager", fullgraph=True, dynamic=True)
+    torch.testing.assert_close(compiled(v, 0.5), weighted(v, 0.5))
+    torch._dynamo.reset()
+
+
+GRADIENT_POINTS = {  # name: (fn, points where torch's gradient is the tricky one)
+    "silu far left": (F.silu, [-50.0, -100.0, -1e4, 0.0, 30.0]),
+    "mish far right": (F.mish, [89.0, 100.0, 1e4, -50.0, 0.0]),
+    "hardtanh at its limits": (F.hardtanh, [-1.0, 1.0, 0.0, -0.0, 2.0, NAN]),
+    "relu6 at its limits": (F.relu6, [0.0, -0.0, 6.0, 3.0, -1.0, NAN, INF]),
+    "hardsigmoid at its pieces": (F.hardsigmoid, [-3.0, 3.0, 0.0, NAN, INF, -INF, -4.0]),
+    "hardswish at its pieces": (F.hardswish, [-3.0, 3.0, 1.0, NAN, INF, -INF, -4.0]),
+    "sinc near 0": (torch.sinc, [1e-20, -1e-30, 0.0, 0.5, 1e-9]),
+    "xlog1py at x = 0": (lambda v: torch.special.xlog1py(v, torch.full_like(v, 0.5)),
+                         [0.0, -0.0, 1.0]),
+}
+
+
+@pytest.mark.parametrize("name", GRADIENT_POINTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_gradients_at_the_edges_are_torch_s(name, dtype):
+    fn, points = GRADIENT_POINTS[name]
+    x = torch.tensor(points[:1] + points, dtype=dtype, requires_grad=True)
+    got, = torch.autograd.grad(images(fn, x).sum(), x)
+    want, = torch.autograd.grad(fn(x[1:]).sum(), x)
+    torch.testing.assert_close(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("spelling, dtype, message", [
+    (lambda b: F.softsign(b), torch.bool, "softsign of bool"),
+    (lambda b: F.tanhshrink(b), torch.bool, "tanhshrink of bool"),
+    (lambda b: F.threshold(b, 0, 1), torch.bool, "threshold of bool"),
+    (lambda b: torch.round(b), torch.bool, "round of torch.bool"),
+    (lambda b: torch.round(b, decimals=0), torch.int32, "round of torch.int32 operands with"),
+    (lambda b: F.softplus(b), torch.int32, "softplus of integer"),
+    (lambda b: F.leaky_relu(b, 1e39), torch.float32, "negative_slope 1e\\+39 cannot be"),
+    (lambda b: F.hardshrink(b, 1e5), torch.float16, "value 100000.0 cannot be"),
+    (lambda b: F.softshrink(b, NAN), torch.float32, "lambd must be in"),
+    (lambda b: F.hardtanh(b, -1e5, 1.0), torch.float16, "value -100000.0 cannot be"),
+    (lambda b: F.celu(b, 1e-39), torch.float32, "input_scale 1.0*1e\\+39 cannot be"),
+    (lambda b: F.softplus(b, beta=1e39), torch.float32, "beta 1e\\+39 cannot be"),
+], ids=["softsign", "tanhshrink", "threshold", "round", "round decimals=0", "softplus",
+        "leaky_relu slope", "hardshrink f16", "softshrink NaN", "hardtanh f16", "celu tiny alpha",
+        "softplus beta"])
+def test_operands_and_parameters_torch_refuses_are_refused(spelling, dtype, message):
+    x = torch.ones(2, 5, dtype=dtype)
+    with pytest.raises((RuntimeError, NotImplementedError, TypeError, ValueError)):
+        spelling(x)  # torch refuses it too
+    with pytest.raises(ValueError, match=message):
+        st.associative_scan(lambda a, b: (b[0], spelling(b[0])), (x, x), 1)
+
+
+def test_a_float_fill_value_may_reach_the_largest_integer_as_a_float():
+    # torch takes 2.0 ** 63 for int64 (the largest int64 as a double); its conversion is then
+    # undefined in C++ (x86 gives the smallest), where scanc's float-to-int casts saturate.
+    x = torch.zeros(1, 4, dtype=torch.int64)
+    torch.full_like(x, 2.0 ** 63)
+    latest_filled = lambda a, b: (b[0], torch.full_like(b[0], 2.0 ** 63))  # noqa: E731
+    filled = st.associative_scan(latest_filled, (x, x), 1)[1][:, 1:]
+    assert torch.equal(filled, torch.full((1, 3), torch.iinfo(torch.int64).max))

@@ -21,8 +21,31 @@ _FLOATS = (*_NARROW, torch.float32, torch.float64)
 _LARGEST = {d: torch.finfo(d).max for d in _FLOATS}  # read outside Dynamo
 
 
+_NUMBERS = (bool, int, float, torch.SymBool, torch.SymInt, torch.SymFloat)
+
+
 def _dtype(v) -> torch.dtype | None:
-    return getattr(v, "dtype", None)  # a traced operand or a captured tensor; None for a number
+    # A traced operand's or a captured tensor's; None for a number (no hasattr on a symbolic
+    # one: Dynamo cannot trace it).
+    return None if isinstance(v, _NUMBERS) else v.dtype
+
+
+def _constant(like, number, dtype):
+    """number as a constant of dtype beside `like`, converted as torch converts a number that
+    meets a tensor: rounded, to an infinity if it overflows a float (full_like refuses that)."""
+    wide = torch.float32 if dtype in _NARROW else dtype
+    return (torch.zeros_like(like, dtype=wide) + number).to(dtype)
+
+
+def _refuse_unrepresentable(name: str, dtype: torch.dtype, **parameters) -> None:
+    """ValueError, as torch's, for a finite float parameter beyond dtype's largest value (torch
+    converts a kernel's parameters to the dtype it computes in)."""
+    if torch.compiler.is_compiling():
+        return  # a parameter may be symbolic there; eager calls have checked the same code
+    for what, v in parameters.items():
+        if isinstance(v, float) and math.isfinite(v) and abs(v) > _LARGEST[dtype]:
+            raise ValueError(f"associative_scan: {name}'s {what} {v!r} cannot be converted to "
+                             f"{dtype} without overflow (torch refuses it too)")
 
 
 def _float_of(v) -> torch.dtype:
@@ -183,12 +206,16 @@ def _xlog(log, input, other):
     NaN wherever y is NaN, as torch's."""
     # A number operand becomes a constant of the float dtype the result has, as in torch.
     if _dtype(input) is None:
-        input = torch.full_like(other, input, dtype=_float_of(other))
+        input = _constant(other, input, _float_of(other))
     if _dtype(other) is None:
-        other = torch.full_like(input, other, dtype=_float_of(input))
+        other = _constant(input, other, _float_of(input))
 
     def formula(x, y):
-        return torch.where(y != y, math.nan, torch.where(x == 0, 0.0, x * log(y)))
+        # At x == 0: +0 (0 + -0 is +0), and torch's gradient log(y) where that is finite.
+        logs = log(y)
+        finite_logs = torch.where(torch.abs(logs) < _INF, logs, 0.0)
+        return torch.where(y != y, math.nan,
+                           torch.where(x == 0, 0.0 + x * finite_logs, x * logs))
 
     return _in_f32(formula, input, other)
 

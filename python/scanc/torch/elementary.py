@@ -87,19 +87,28 @@ def atanh(input):
 def logit(input, eps=None):
     if not _is_float(input):
         input = input.to(_float_of(input))
-    if eps is None:
+    if eps is None or eps < 0:  # torch clamps for eps >= 0 only
         return _in_f32(lambda x: torch.log(x / (1.0 - x)), input)
-    # torch's bounds are of the input's dtype: eps rounded to it, then 1 - eps rounded to it.
+    # torch's bounds are of the input's dtype: eps rounded to it, then 1 - eps rounded to it;
+    # and torch's selection, not clamp, which differs where eps > 0.5 puts low above high (NaN
+    # eps selects neither).
     low = torch.full_like(input, eps)
     high = (1.0 - low.float()).to(input.dtype) if input.dtype in _NARROW else 1.0 - low
-    return _in_f32(lambda x, lo, hi: torch.log(torch.clamp(x, lo, hi) / (1.0 - torch.clamp(x, lo, hi))),
-                   input, low, high)
+
+    def formula(x, lo, hi):
+        z = torch.where(x < lo, lo, torch.where(x > hi, hi, x))
+        return torch.log(z / (1.0 - z))
+    return _in_f32(formula, input, low, high)
 
 
 def sinc(input):
     def formula(x):
+        # Below |pi x| = 1e-8 sin(p) / p rounds to 1 in f32 and f64 (p^2 / 6 is below half an
+        # ulp of 1), as 1 - p^2 / 6 does; the series also keeps the gradient finite where p^2
+        # underflows.
         product = math.pi * x
-        return torch.where(x == 0, torch.ones_like(x), torch.sin(product) / product)
+        tiny = torch.abs(product) < 1e-8
+        return torch.where(tiny, 1.0 - product * product / 6.0, torch.sin(product) / product)
     return _float(formula, input)
 
 
@@ -126,16 +135,18 @@ def _round_half_even(x):
     return torch.where((gap > 0.5) | ((gap == 0.5) & odd), away, t)
 
 
-def round(input, decimals=0):
+def round(input, decimals=None):
+    if input.dtype == torch.bool or (decimals is not None and not _is_float(input)):
+        raise ValueError(f"associative_scan: torch.round of {input.dtype} operands"
+                         f"{' with decimals' if decimals is not None else ''} is not supported "
+                         f"(as in torch)")
     if not _is_float(input):
-        if decimals != 0:
-            raise ValueError("associative_scan: torch.round with decimals of an integer "
-                             "operand is not supported (as in torch)")
         return input
-    if decimals == 0:
+    if not decimals:
         return _in_f32(_round_half_even, input)
-    # torch's: scale by 10^|decimals|, round, scale back (a division for positive decimals).
-    ten_pow = 10.0 ** abs(decimals)
+    # torch's: scale by 10^|decimals|, round, scale back (a division for positive decimals); a
+    # scale past the largest double is inf, as torch's, and the result NaN.
+    ten_pow = 10.0 ** min(abs(decimals), 400) if abs(decimals) < 309 else math.inf
     if decimals > 0:
         return _in_f32(lambda x: _round_half_even(x * ten_pow) / ten_pow, input)
     return _in_f32(lambda x: _round_half_even(x / ten_pow) * ten_pow, input)
@@ -154,14 +165,38 @@ def xlog1py(input, other):
     return _xlog(torch.log1p, input, other)
 
 
+# ldexp by an integer exponent, as C's: x scaled by at most two steps of the largest power of
+# two (up) or of 2^(min exponent + mantissa bits) (down, so that only the last step can round
+# into the subnormals), then by 2^e with e clamped to the normal range, which changes nothing
+# that was not already 0 or inf. The exponent is first clamped where that cannot change the
+# result either. (f16 and bf16 compute in f32.)
+_LDEXP_STEPS = {  # dtype: (clamp, largest exponent, smallest normal exponent, step down)
+    torch.float32: (400, 127, -126, -102), torch.float64: (2200, 1023, -1022, -969)}
+
+
+def _times_power_of_two(x, e):
+    limit, high, low, down = _LDEXP_STEPS[x.dtype]
+    e = torch.clamp(e.to(torch.int64), -limit, limit).to(x.dtype)
+    for _ in range(2):
+        up, dn = torch.gt(e, high), torch.lt(e, low)
+        x = torch.where(up, x * 2.0 ** high, torch.where(dn, x * 2.0 ** down, x))
+        e = torch.where(up, e - high, torch.where(dn, e - down, e))
+    return x * torch.exp2(torch.clamp(e, low, high))
+
+
 def ldexp(input, other):
-    # torch's: input * 2^other in their promoted dtype, the default float where that is an
-    # integer, computed in f32 for f16 and bf16.
     if _dtype(input) is None or _dtype(other) is None:
         raise ValueError("associative_scan: torch.ldexp takes two tensors (as in torch)")
-    dtype = torch.promote_types(_dtype(input), _dtype(other))
-    dtype = dtype if dtype in _FLOATS else torch.get_default_dtype()
-    return _in_f32(lambda x, e: x * torch.exp2(e), input.to(dtype), other.to(dtype))
+    if not _is_float(other):  # exact, as torch's
+        if not _is_float(input):
+            input = input.to(torch.get_default_dtype())
+        return _in_f32(_times_power_of_two, input, other)
+    # torch's: input * 2^other, the power in other's dtype (rounded to it, where it may
+    # underflow or overflow), then torch's promotion.
+    scale = torch.exp2(other)
+    if other.dtype in _NARROW and not isinstance(other, torch.Tensor):
+        scale = scale.float().to(other.dtype)  # a traced narrow value is kept in f32: round it
+    return input * scale
 
 
 ELEMENTARY = {

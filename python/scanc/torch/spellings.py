@@ -6,6 +6,7 @@ functions up by identity while Dynamo traces it."""
 
 from __future__ import annotations
 
+import inspect
 import operator
 import types
 
@@ -133,6 +134,8 @@ def _build_aten_table() -> dict:
              + [(n, ("composite", n)) for n in COMPOSITES]
              + [("alias", ("identity", None)), ("view_as", ("identity", None)),
                 ("special_xlog1py", ("composite", "xlog1py")),
+                ("special_logit", ("composite", "logit")), ("special_sinc", ("composite", "sinc")),
+                ("special_round", ("composite", "round")),
                 ("log_sigmoid", ("composite", "logsigmoid")),
                 ("_to_copy", ("special", "to"))]
              + [(f"__{n}__", ("bin", op)) for n, op in _DUNDERS.items()])
@@ -144,7 +147,21 @@ def _build_aten_table() -> dict:
     return table
 
 
+def _inplace_positions() -> list:
+    """(function, index) of torch.nn.functional's composites whose `inplace` parameter may come
+    by position (F.elu(x, 1.0, True)); Dynamo hands it over so even where the call named it."""
+    positions = []
+    for name in COMPOSITES:
+        fn = getattr(F, name, None)
+        if isinstance(fn, types.FunctionType):
+            params = list(inspect.signature(fn).parameters)
+            if "inplace" in params:
+                positions.append((fn, params.index("inplace")))
+    return positions
+
+
 TABLE = _build_table()
+INPLACE_AT = _inplace_positions()
 ATEN_TABLE = _build_aten_table()
 # Python-level functions (torch/_tensor.py's __rdiv__, ...) are looked up by identity in a list:
 # under Dynamo a dict lookup keyed by one of them fails its own guard.

@@ -35,8 +35,8 @@ import torch
 from . import pytrees
 from .activations import softplus as _softplus_scaled
 from .composites import _FLOATS, _LARGEST, _NARROW  # dtype facts defined once
-from .spellings import (ATEN_TABLE, CAST_METHODS, COMPOSITES, FLOAT_FUNCTIONS, OPTIONS, PARAMS,
-                        PY_TABLE, SAME_FUNCTIONS, TABLE)
+from .spellings import (ATEN_TABLE, CAST_METHODS, COMPOSITES, FLOAT_FUNCTIONS, INPLACE_AT,
+                        OPTIONS, PARAMS, PY_TABLE, SAME_FUNCTIONS, TABLE)
 
 DTYPE_NAMES = {  # torch dtype -> scanc dtype name
     torch.bool: "bool", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
@@ -381,9 +381,11 @@ def _refuse_overflow(name: str, v, dtype: torch.dtype, what: str = "bound") -> N
     if dtype in _FLOATS:
         fits = v != v or abs(v) == math.inf or abs(v) <= _LARGEST[dtype]
     else:
-        # c10's checked_convert wraps a negative int into an unsigned dtype, not a float.
+        # c10's checked_convert wraps a negative int into an unsigned dtype, not a float, and
+        # compares a float with the limits as floats (2.0 ** 63 fits int64).
         low, high = _INT_RANGE.get(dtype, (0, 1))
-        low = 0 if isinstance(v, float) and dtype == torch.uint8 else low
+        if isinstance(v, float):
+            low, high = (0.0 if dtype == torch.uint8 else float(low)), float(high)
         fits = dtype == torch.bool or low <= v <= high
     if not fits:
         raise ValueError(f"associative_scan: {name}'s {what} {v!r} cannot be converted to "
@@ -590,10 +592,13 @@ def _apply(func, args, kwargs) -> Tracer:
         result = _apply(method, args, kwargs) if method else COMPOSITES[op](*args, **kwargs)
         return _assign(args[0], result)
     if kind == "composite":
-        kwargs = dict(kwargs)
+        args, kwargs = list(args), dict(kwargs)
         if "self" in kwargs:
             kwargs["input"] = kwargs.pop("self")
-        in_place = kwargs.pop("inplace", False)  # torch.nn.functional's
+        in_place = kwargs.pop("inplace", False)  # torch.nn.functional's, by name or position
+        for fn, at in INPLACE_AT:
+            if fn is func and len(args) > at:
+                in_place = args.pop(at)
         result = COMPOSITES[op](*args, **kwargs)
         return _assign(args[0] if args else kwargs["input"], result) if in_place else result
     args, kwargs = _positional(op, args, kwargs)
@@ -619,6 +624,9 @@ def _apply(func, args, kwargs) -> Tracer:
                 b = _binary("mul", b, alpha)
         return _binary(op, a, b, kwargs.get("rounding_mode"))
     if op == "softplus":
+        if _typeof(args[0])[0] not in _FLOATS:
+            raise ValueError("associative_scan: softplus of integer or bool operands is not "
+                             "supported (as in torch)")
         beta = args[1] if len(args) > 1 else kwargs.get("beta", 1)
         threshold = args[2] if len(args) > 2 else kwargs.get("threshold", 20)
         if beta != 1 or threshold != 20:  # scanc's softplus is torch's default one
