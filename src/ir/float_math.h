@@ -167,14 +167,16 @@ inline float log1p_f32(float x) {
 
 // exp(hi - lo) for |hi - lo| <= about ln 2 / 2: 1 + r + r g / (2 - g), r = hi - lo, g = r -
 // r^2 P(r^2) (fdlibm's exp and its coefficients), with lo folded in last so that its bits are
-// not lost in r.
-inline double exp_reduced_f64(double hi, double lo) {
+// not lost in r. exp_reduced_rest is r g / (2 - g), exp(r) - 1 - r (erfc_far_f64 sums the
+// rest itself).
+inline double exp_reduced_rest(double hi, double lo) {
     const double r = hi - lo, rr = r * r;
     const double g = r - rr * (1.66666666666666019037e-01 +
                                rr * (-2.77777777770155933842e-03 +
                                      rr * (6.61375632143793436117e-05 + rr * (-1.65339022054652515390e-06 + rr * 4.13813679705723846039e-08))));
-    return 1.0 - ((lo - (r * g) / (2.0 - g)) - hi);
+    return (r * g) / (2.0 - g);
 }
+inline double exp_reduced_f64(double hi, double lo) { return 1.0 - ((lo - exp_reduced_rest(hi, lo)) - hi); }
 
 // y 2^n for t = n + 1.5 x 2^52 (n in t's low bits, n in [-1076, 1025]), as two normal powers of
 // two, n1 = floor(n / 2) by a logical shift of n + 2048: y 2^n1 is exact, the second product

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "float_math.h"
+#include "float_math_erf_atan.h"
 #include "half.h"
 
 namespace scanc {
@@ -112,6 +113,8 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Exp2: return out(exp2_of(x));
         case Op::Log2: return out(log2_of(x));
         case Op::Log10: return out(log10_of(x));
+        case Op::Erf: return out(erf_of(x));
+        case Op::Erfc: return out(erfc_of(x));
         case Op::Log1p: return out(log1p_of(x));
         case Op::Expm1: return out(expm1_of(x));
         case Op::Sqrt: return out(std::sqrt(x));
@@ -122,9 +125,11 @@ Scalar float_op(Op op, const Scalar* a, DType rt) {
         case Op::Softplus: return out(softplus_of(x));
         case Op::Sin: return out(sin_of(x));
         case Op::Cos: return out(cos_of(x));
+        case Op::Atan: return out(atan_of(x));
         case Op::Floor: return out(std::floor(x));
         case Op::Ceil: return out(std::ceil(x));
         case Op::Pow: return out(std::pow(x, y));
+        case Op::Atan2: return out(atan2_of(x, y));
         case Op::Min: return out(std::isnan(x) ? x : std::isnan(y) ? y : std::min(x, y));
         case Op::Max: return out(std::isnan(x) ? x : std::isnan(y) ? y : std::max(x, y));
         case Op::LogAddExp: return out(logaddexp_of(x, y));

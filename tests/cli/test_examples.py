@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import json
+import math
 import os
 
 import numpy as np
@@ -55,6 +56,12 @@ def logcumsumexp2(x):
     return logcumsumexp(x, np.logaddexp2)
 
 
+def normal_logcdf(x):
+    """log Phi(x) = log(erfc(-x / sqrt 2) / 2) by Python's math.erfc, summed along rows."""
+    log_cdf = np.vectorize(lambda v: math.log(math.erfc(-v / math.sqrt(2)) / 2))(x) if x.size else x
+    return cumsum(log_cdf)
+
+
 def mamba(x, dt, A):
     h, out = np.zeros((x.shape[0], x.shape[2])), np.zeros_like(x)
     for t in range(x.shape[1]):
@@ -104,6 +111,8 @@ EXAMPLE_LIST = [
             lambda rng, T: {"x": uniform(rng, (N, T), -20, 20, np.float64)}, logcumsumexp),
     Example("logcumsumexp2.scan",
             lambda rng, T: {"x": uniform(rng, (N, T), -200, 200)}, logcumsumexp2),
+    Example("normal_logcdf.scan",
+            lambda rng, T: {"x": uniform(rng, (N, T), -13, 4)}, normal_logcdf),
     Example("mamba.scan", lambda rng, T: {
         "x": uniform(rng, (2, T, 5)),
         "dt": uniform(rng, (2, T, 5), 0.0, 0.5),

@@ -265,25 +265,32 @@ TEST(CpuBackend, FewLinesSplitAlongAMiddleDimChainEachLineWithTheNeighbouringLin
     }
 }
 
-// scanc's own exp, exp2, log, log2, log10, log1p, expm1, tanh, sigmoid, softplus and logaddexp
-// (float_math.h) in the CPU backend's lane loops give the reference's bits, f32 and f64, at
-// lengths that leave scalar tails, on values that reach every branch: each function's edges and
-// special values, draws from [-800, 800] (past f64 exp's overflow), [-40, 40] and [-1, 1],
-// integers in [-1100, 1100] (past f64 exp2's ends) and 2^k times a draw from [-1, 1] for k in
-// [-1100, 1100] (subnormals of both dtypes among them).
+// scanc's own exp, exp2, log, log2, log10, log1p, expm1, tanh, sigmoid, softplus, logaddexp,
+// erf, erfc, atan and atan2 (float_math.h, float_math_erf_atan.h) in the CPU backend's lane
+// loops give the reference's bits, f32 and f64, at lengths that leave scalar tails, on values
+// that reach every branch: each function's edges and special values, draws from [-800, 800]
+// (past f64 exp's overflow), [-40, 40] and [-1, 1], integers in [-1100, 1100] (past f64 exp2's
+// ends) and 2^k times a draw from [-1, 1] for k in [-1100, 1100] (subnormals of both dtypes
+// among them; atan2's operands far apart and near each other).
 TEST(CpuBackend, TranscendentalsInLaneLoopsGiveTheReferencesBits) {
     std::mt19937_64 rng(5);
     const double edges[] = {0.0, -0.0, 1.0, -1.0, 0.34657359027997264, 0.625, -0.625, 1.0397207708399179,
                             13.516370020918933, 39.16281570163691, 88.72283935546875, 709.782712893384,
                             -745.1332191019411, 0x1p-28, 0x1p-54, 1e-40, INFINITY, -INFINITY, NAN,
-                            0x1p-149, 0x1p-1074, 0x1p-1022, 0x1p-126, 1e10, 1e22, 1024.0, 1075.0, 150.0, 149.5};
+                            0x1p-149, 0x1p-1074, 0x1p-1022, 0x1p-126, 1e10, 1e22, 1024.0, 1075.0, 150.0, 149.5,
+                            // erf and erfc's intervals, and where erfc's result is subnormal
+                            0.25, 0.5, 0.84375, 1.25, 2.0, 2.857142857142857, 6.0, 9.5, 10.1, 26.6, 27.3, 28.0,
+                            0x1p-28, 0x1p-1018,
+                            // atan's reduction, and atan2's scalings of its operands
+                            0.4375, 0.6875, 1.1875, 2.4375, 0x1p66, 0x1p500, 0x1p-500, 1e300, 1e-300};
     for (DType t : {DType::F32, DType::F64})
         for (std::int64_t n : {1, 7, 1021}) {
             ProgramBuilder pb("p");
             Shape shape{pb.symbol("N")};
             Expr x = pb.param("x", t, shape), y = pb.param("y", t, shape);
             ProgramRef p = pb.build({exp(x), log(x), log1p(x), expm1(x), tanh(x), sigmoid(x), softplus(x),
-                                     logaddexp(x, y), exp2(x), log2(x), log10(x)});
+                                     logaddexp(x, y), exp2(x), log2(x), log10(x), erf(x), erfc(x), atan(x),
+                                     atan2(x, y)});
             Inputs in;
             for (int k = 0; k < 2; ++k) {
                 in.add(t, {n}, Values::Unit, Layout::Contiguous, rng);

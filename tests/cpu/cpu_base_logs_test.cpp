@@ -20,41 +20,6 @@ namespace {
 using dsl::Expr;
 using dsl::Exprs;
 
-// A contiguous 1-D or 2-D tensor of `t` (f32 or f64) holding `values`.
-Tensor tensor_of(DType t, std::vector<std::int64_t> sizes, const std::vector<double>& values) {
-    Tensor out = Tensor::empty(t, std::move(sizes));
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (t == DType::F32) static_cast<float*>(out.data())[i] = static_cast<float>(values[i]);
-        else static_cast<double*>(out.data())[i] = values[i];
-    }
-    return out;
-}
-double element(const Tensor& t, std::int64_t i) {
-    return t.dtype() == DType::F32 ? static_cast<const float*>(t.data())[i] : static_cast<const double*>(t.data())[i];
-}
-
-// Units in the last place of dtype t (f32 or f64) between a and the long double b rounded to t.
-double ulps_from(double a, long double b, DType t) {
-    const double want = t == DType::F32 ? static_cast<float>(b) : static_cast<double>(b);
-    if (std::isnan(a) || std::isnan(want)) return std::isnan(a) && std::isnan(want) ? 0 : INFINITY;
-    if (a == want) return 0;
-    const int digits = t == DType::F32 ? 24 : 53;
-    int e;
-    std::frexp(want == 0 ? a : want, &e);
-    const int lowest = t == DType::F32 ? -125 : -1021;  // frexp's exponent of the smallest normal
-    return std::fabs(a - want) / std::ldexp(1.0, std::max(e, lowest) - digits);
-}
-
-// On the reference, or on the CPU with `threads` (0: its default), ordered or not.
-std::vector<Tensor> run_on(const ProgramRef& p, const std::vector<TensorView>& in, bool cpu, bool ordered = true,
-                           int threads = 0) {
-    if (!cpu) return ReferenceBackend().compile(p)->run(in);
-    RunOptions o;
-    o.ordered = ordered;
-    if (threads > 0) o.num_threads = threads;
-    return CpuBackend().compile(p)->run(in, o);
-}
-
 // Positive values of every binade (subnormals too), the powers of two and ten, integers, and
 // the special values.
 std::vector<double> sweep(DType t) {
@@ -167,12 +132,7 @@ TEST(BaseLogs, BaseTwoLogCumSumExpFollowsASequentialLoopOnTheReferenceAndTheCpu)
                     << dtype_name(t) << " row " << r << " step " << i;
             }
         }
-        std::vector<Tensor> ordered = run_on(p, {in.view()}, true);
-        EXPECT_EQ(compare(ref[0], ordered[0], true, 0), "") << dtype_name(t) << " ordered";
-        for (int threads : {1, 2, 4}) {
-            std::vector<Tensor> cpu = run_on(p, {in.view()}, true, false, threads);
-            EXPECT_EQ(compare(ref[0], cpu[0], false, tolerance(t)), "") << dtype_name(t) << " threads=" << threads;
-        }
+        expect_cpu_follows(p, {in.view()}, ref[0]);
     }
 }
 

@@ -258,11 +258,11 @@ TEST(CpuIsa, WideLaneLoopsOfArithmeticAndScancsOwnTranscendentalsGiveTheAvx2OpsB
     std::uint64_t seed = 320;
     auto expect_same = [&](cpu::OpKey key, auto type) { expect_wide_lanes<decltype(type)>(key, seed); };
     for (Op op : {Op::Exp, Op::Exp2, Op::Log, Op::Log2, Op::Log10, Op::Log1p, Op::Expm1, Op::Tanh, Op::Sigmoid, Op::Softplus,
-                   Op::Sin, Op::Cos}) {
+                   Op::Sin, Op::Cos, Op::Erf, Op::Erfc, Op::Atan}) {
         expect_same({OpKind::Unary, op, DType::F32}, float{});
         expect_same({OpKind::Unary, op, DType::F64}, double{});
     }
-    for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::LogAddExp}) {
+    for (Op op : {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::LogAddExp, Op::Atan2}) {
         expect_same({OpKind::Binary, op, DType::F32}, float{});
         expect_same({OpKind::Binary, op, DType::F64}, double{});
     }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -16,6 +17,47 @@ std::vector<Tensor> run_cpu(const ProgramRef& p, const Inputs& in, int threads, 
     o.num_threads = threads;
     o.ordered = ordered;
     return CpuBackend().compile(p)->run(in.views, o);
+}
+
+Tensor tensor_of(DType t, std::vector<std::int64_t> sizes, const std::vector<double>& values) {
+    Tensor out = Tensor::empty(t, std::move(sizes));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (t == DType::F32) static_cast<float*>(out.data())[i] = static_cast<float>(values[i]);
+        else static_cast<double*>(out.data())[i] = values[i];
+    }
+    return out;
+}
+
+double element(const Tensor& t, std::int64_t i) {
+    return t.dtype() == DType::F32 ? static_cast<const float*>(t.data())[i] : static_cast<const double*>(t.data())[i];
+}
+
+double ulps_from(double a, long double b, DType t) {
+    const double want = t == DType::F32 ? static_cast<float>(b) : static_cast<double>(b);
+    if (std::isnan(a) || std::isnan(want)) return std::isnan(a) && std::isnan(want) ? 0 : INFINITY;
+    if (a == want) return 0;
+    const int digits = t == DType::F32 ? 24 : 53;
+    int e;
+    std::frexp(want == 0 ? a : want, &e);
+    const int lowest = t == DType::F32 ? -125 : -1021;  // frexp's exponent of the smallest normal
+    return std::fabs(a - want) / std::ldexp(1.0, std::max(e, lowest) - digits);
+}
+
+std::vector<Tensor> run_on(const ProgramRef& p, const std::vector<TensorView>& in, bool cpu, bool ordered, int threads) {
+    if (!cpu) return ReferenceBackend().compile(p)->run(in);
+    RunOptions o;
+    o.ordered = ordered;
+    if (threads > 0) o.num_threads = threads;
+    return CpuBackend().compile(p)->run(in, o);
+}
+
+void expect_cpu_follows(const ProgramRef& p, const std::vector<TensorView>& in, const Tensor& ref) {
+    std::vector<Tensor> ordered = run_on(p, in, true);
+    EXPECT_EQ(compare(ref, ordered[0], true, 0), "") << dtype_name(ref.dtype()) << " ordered";
+    for (int threads : {1, 2, 4}) {
+        std::vector<Tensor> cpu = run_on(p, in, true, false, threads);
+        EXPECT_EQ(compare(ref, cpu[0], false, tolerance(ref.dtype())), "") << dtype_name(ref.dtype()) << " threads=" << threads;
+    }
 }
 
 void expect_bitwise(const ProgramRef& p, const Inputs& in, const std::string& what,

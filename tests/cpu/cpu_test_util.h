@@ -56,6 +56,19 @@ void fill_special(Tensor& t, std::mt19937_64& rng);
 // signed zeros must match.
 bool same_value(std::uint32_t x, std::uint32_t y);
 
+// Programs of scalar functions (cpu_base_logs_test.cpp, cpu_erf_atan_test.cpp): a contiguous
+// 1-D or 2-D tensor of `t` (f32 or f64) holding `values`, and its element i as a double.
+Tensor tensor_of(DType t, std::vector<std::int64_t> sizes, const std::vector<double>& values);
+double element(const Tensor& t, std::int64_t i);
+// Units in the last place of dtype t (f32 or f64) between a and the long double b rounded to t.
+double ulps_from(double a, long double b, DType t);
+// On the reference, or on the CPU with `threads` (0: its default), ordered or not.
+std::vector<Tensor> run_on(const ProgramRef& p, const std::vector<TensorView>& in, bool cpu, bool ordered = true,
+                           int threads = 0);
+// The CPU's first result of `p` against the reference's, `ref`: ordered, the same bits;
+// reassociated over 1, 2 and 4 threads, within tolerance(its dtype).
+void expect_cpu_follows(const ProgramRef& p, const std::vector<TensorView>& in, const Tensor& ref);
+
 // scan `combine` over params of `dtype` and a symbolic shape of `rank` along `dim`; with
 // `epilogue`, the first result is returned as y*y - y (fused: stored by the epilogue); with
 // `only_leaf` >= 0, that leaf's scan alone is returned.

@@ -139,6 +139,8 @@ TEST(CudaCodegen, ACombinesWeightCountsTranscendentalsDivisionsAndOtherOps) {
     EXPECT_EQ(weight("exp(a) * exp(b) + b", 1), 2 * cuda::kTranscendentalWeight + 2);
     EXPECT_EQ(weight("log2(exp2(a) + exp2(b))", 1), 3 * cuda::kTranscendentalWeight + 1);
     EXPECT_EQ(weight("log10(a) + b", 1), cuda::kTranscendentalWeight + 1);
+    EXPECT_EQ(weight("erf(a) + erfc(b)", 1), 2 * cuda::kTranscendentalWeight + 1);
+    EXPECT_EQ(weight("atan2(a, b) - atan(a)", 1), 2 * cuda::kTranscendentalWeight + 1);
     EXPECT_GE(weight("logaddexp(a, b)", 1), cuda::kHeavyCombine);
     EXPECT_LT(weight("a1 * a2, a2 * b1 + b2", 2), cuda::kHeavyCombine);
 }
@@ -275,6 +277,26 @@ program p(h: f16[N, T], g: bf16[N, T], x: f32[N, T], d: f64[N, T]) {
   w = scan lse2(exp2(x)) dim=1
   z = scan decades(log10(d)) dim=0
   return u, v, exp2(w), log2(z)
+}
+)",
+                               "<test>");
+    EXPECT_GT(cuda_compile_check(module.programs.back(), "sm_90"), 0u);
+}
+
+TEST(CudaCodegen, ErfErfcAtanAndAtan2CompileWithNvrtcAtEveryFloatDtype) {
+    // In a combine and in a prologue and an epilogue, at f16 and bf16 (computed in f32), f32
+    // and f64.
+    SKIP_WITHOUT_NVRTC();
+    auto module = parse_module(R"(
+combine heading(a | b) { return atan2(sin(a + b), cos(a + b)) }
+combine tangent(a | b) { return sin(atan(a) + atan(b)) / cos(atan(a) + atan(b)) }
+combine add(a | b) { return a + b }
+program p(h: f16[N, T], g: bf16[N, T], x: f32[N, T], d: f64[N, T]) {
+  u = scan heading(h) dim=1
+  v = scan add(log(erfc(g))) dim=1
+  w = scan tangent(erf(x)) dim=1
+  z = scan heading(atan(d)) dim=0
+  return u, v, erfc(w), atan2(z, d)
 }
 )",
                                "<test>");

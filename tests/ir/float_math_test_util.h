@@ -1,6 +1,6 @@
 // The ulp distances and sweeps of the float_math tests (float_math_test.cpp,
-// float_math_base_test.cpp): f32 against the C library's f64 functions rounded to f32, f64
-// against its long double ones rounded to f64.
+// float_math_base_test.cpp, float_math_erf_atan_test.cpp): f32 against the C library's f64
+// functions rounded to f32, f64 against its long double ones rounded to f64.
 #pragma once
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <limits>
 #include <random>
+#include <type_traits>
 
 namespace scanc::float_math_test {
 
@@ -90,6 +91,39 @@ std::int64_t worst_ulps_f64(F f, R ref, double lo, double hi, std::initializer_l
         check(draw(bits));
     }
     check_around(edges, check);
+    return worst;
+}
+
+// A function of two operands (atan2) against `ref`, both at T: the worst distance in ulps over
+// 2^20 pairs of random bit patterns (NaNs left out), 2^20 pairs whose quotient is 2^k times a
+// draw from [1, 2) for k in [-40, 40], of either sign, and every pair of `edges` with either
+// sign; `at_y` and `at_x` receive where it was.
+template <typename T, typename F, typename R>
+std::int64_t worst_ulps_of_pairs(F f, R ref, std::initializer_list<T> edges, T& at_y, T& at_x) {
+    using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    std::int64_t worst = 0;
+    auto check = [&](T y, T x) {
+        const T a = f(y, x), b = ref(y, x);
+        const std::int64_t d = std::isnan(a) || std::isnan(b) ? (std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX) : ulps_apart(a, b);
+        if (d > worst) worst = d, at_y = y, at_x = x;
+    };
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<T> mantissa(1, 2), any(-4, 4);
+    std::uniform_int_distribution<int> power(-40, 40);
+    for (int k = 0; k < (1 << 20); ++k) {
+        Bits by = static_cast<Bits>(rng()), bx = static_cast<Bits>(rng());
+        T y, x;
+        std::memcpy(&y, &by, sizeof(T));
+        std::memcpy(&x, &bx, sizeof(T));
+        if (!std::isnan(y) && !std::isnan(x)) check(y, x);
+        x = any(rng);
+        y = std::ldexp(mantissa(rng), power(rng)) * x * (rng() % 2 ? 1 : -1);
+        check(y, x);
+    }
+    for (T y : edges)
+        for (T x : edges)
+            for (T sy : {T(1), T(-1)})
+                for (T sx : {T(1), T(-1)}) check(sy * y, sx * x);
     return worst;
 }
 

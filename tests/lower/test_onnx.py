@@ -4,6 +4,7 @@ Every example is lowered by each algorithm through the CLI (`scanc lower --emit 
 with onnx.checker, run by onnxruntime and compared with an independent NumPy loop (float64) for
 S in {1, 2, 3, 7, 8, 9, 100, 1000, 4097}. One bounded dynamic model is run at many lengths.
 The binary is $SCANC_BIN, default build/tools/scanc/scanc."""
+import math
 import os
 import subprocess
 import zlib
@@ -79,6 +80,11 @@ def smooth_max(l, r, tau):
     return (tau * np.logaddexp(l[0] / tau, r[0] / tau),)
 
 
+def normal_log_cdf(x):
+    """log(erfc(-x / sqrt 2) / 2) by Python's math.erfc, in float64."""
+    return np.vectorize(lambda v: math.log(math.erfc(-v / math.sqrt(2)) / 2))(x.astype(np.float64))
+
+
 # example file -> (program, size symbol, inputs(S, rng), expected outputs(inputs))
 def _f32(rng, shape, lo=-1.0, hi=1.0):
     return rng.uniform(lo, hi, shape).astype(np.float32)
@@ -91,6 +97,9 @@ EXAMPLE_CASES = {
                lambda i: numpy_scan(lambda l, r: (np.maximum(l[0], r[0]),), [i["x"]], 0)),
     "logcumsumexp": ("logcumsumexp", "T", lambda s, g: {"x": g.uniform(-3, 3, (2, s))},
                      lambda i: numpy_scan(lambda l, r: (np.logaddexp(l[0], r[0]),), [i["x"]], 1)),
+    # onnxruntime's 1 - Erf loses erfc's tail: inputs from -3 (erfc(2.1) in f32, 2e-5 relative).
+    "normal_logcdf": ("normal_logcdf", "T", lambda s, g: {"x": _f32(g, (2, s), -3, 3)},
+                      lambda i: numpy_scan(lambda l, r: (l[0] + r[0],), [normal_log_cdf(i["x"])], 1)),
     "logcumsumexp2": ("logcumsumexp2", "T", lambda s, g: {"x": _f32(g, (2, s), -30, 30)},
                       lambda i: numpy_scan(lambda l, r: (np.logaddexp2(l[0], r[0]),), [i["x"]], 1)),
     "matmul2x2": ("recurrence", "T",

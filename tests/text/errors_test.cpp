@@ -71,6 +71,12 @@ const BadInput kBadInputs[] = {
      "`log2` needs floating-point operands, got i32"},
     {"exponential of a bool", "program p(b: bool[N]) {\n  return exp2(b) + log10(b)\n}\n", "t.scan:2:10",
      "`exp2` needs floating-point operands, got bool"},
+    {"error function of an integer", "program p(i: i32[N]) {\n  return erfc(i)\n}\n", "t.scan:2:10",
+     "`erfc` needs floating-point operands, got i32"},
+    {"arctangent of two integers", "program p(i: i64[N]) {\n  return atan2(i, i)\n}\n", "t.scan:2:10",
+     "`atan2` needs floating-point operands, got i64"},
+    {"two-argument arctangent with one", "program p(x: f32[N]) {\n  return atan2(x)\n}\n", "t.scan:2:10",
+     "`atan2` takes 2 arguments, got 1"},
     {"unknown combine", kUnknownCombine.c_str(), "t.scan:5:12",
      "unknown combine `afine`; did you mean `affine`?"},
     {"duplicate combine", "combine add(a | b) {\n  return a + b\n}\n\ncombine add(a | b) {\n"

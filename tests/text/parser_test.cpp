@@ -199,7 +199,7 @@ TEST(Parser, EveryScalarFunctionAndCastIsCallable) {
         "  f = exp(x) + log(x) + log1p(x) + expm1(x) + sqrt(x) + rsqrt(x) + abs(x) + tanh(x)\n"
         "  g = sigmoid(x) + softplus(x) + sin(x) + cos(x) + floor(x) + ceil(x) + pow(x, 2)\n"
         "  h = min(x, 1) + max(x, 0) + logaddexp(x, x) + where(i > 0, x, f64(i))\n"
-        "  e = exp2(x) + log2(x) + log10(x)\n"
+        "  e = exp2(x) + log2(x) + log10(x) + erf(x) + erfc(x) + atan(x) + atan2(x, f64(i))\n"
         "  return f + g + h + e + f64(bool(i) and not bool(i)) + f64(i8(i) % 3 & 1 | 2 ^ 3 >> 1)\n}\n");
     EXPECT_EQ(r.type().str(), "f64[2]");
 }

@@ -164,7 +164,8 @@ const char* kCorpus[] = {
     "  a = exp(log(log1p(expm1(sqrt(rsqrt(abs(tanh(sigmoid(softplus(x))))))))))\n"
     "  b = sin(cos(floor(ceil(x)))) + pow(x, 2) + min(x, 0) + max(x, 1) + logaddexp(x, a)\n"
     "  c = log2(exp2(x)) - log10(x) * log2(x + 1)\n"
-    "  return where(x > 0, a, b), c\n}\n",
+    "  d = erf(x) + erfc(-x) * atan(x) - atan2(x, a)\n"
+    "  return where(x > 0, a, b), c, d\n}\n",
     "program bits(x: i32[N], y: i32[N]) {\n  return x & y | x ^ y, (x | y) & 255, -(x % y)\n}\n",
     "program slices(x: f32[B<=16, L]) {\n  a = slice(x, 1, 0, L - 1)\n"
     "  b = slice(x, -1, -3, L, 2)\n  c = slice(x, 0, max(B - 2, 1), min(2*B, L) + 1)\n"
@@ -281,10 +282,10 @@ private:
             }
         } else if (is_float(t)) {
             static constexpr Op kArith[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow,
-                                            Op::Min, Op::Max, Op::LogAddExp};
+                                            Op::Min, Op::Max, Op::LogAddExp, Op::Atan2};
             switch (pick(5)) {
                 case 0:
-                case 1: e = apply(kArith[pick(8)], {sub(), sub()}); break;
+                case 1: e = apply(kArith[pick(9)], {sub(), sub()}); break;
                 case 2: e = apply(unary_float(), {sub()}); break;
                 case 3: e = coin() ? -sub() : where(strong_bool(pool, depth - 1), sub(), sub()); break;
                 default: e = cast(t, expr(kGenTypes[pick(7)], depth - 1, pool));

@@ -127,9 +127,12 @@ OpFn lookup_op_baseline(const OpKey& key);
 OpFn lookup_op_avx2(const OpKey& key);
 OpFn lookup_bcast_avx512(const OpKey& key);  // OpKey::bcast variants only (ops_avx512.cpp)
 // f32/f64 + - * /, MulAdd, AddMul (plain, tee or stream; not bcast) and f32/f64 exp, exp2, log,
-// log2, log10, log1p, expm1, tanh, sigmoid, softplus, logaddexp, sin, cos; null for the others
-// (ops_avx512.cpp).
+// log2, log10, log1p, expm1, tanh, sigmoid, softplus, logaddexp, sin, cos, and through
+// lookup_erf_atan_avx512 erf, erfc, atan, atan2; null for the others (ops_avx512.cpp).
 OpFn lookup_lanes_avx512(const OpKey& key);
+// f32/f64 erf, erfc, atan and atan2 (plain: not tee, stream or bcast); null for the others
+// (ops_avx512_erf_atan.cpp).
+OpFn lookup_erf_atan_avx512(const OpKey& key);
 
 // dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols; strides in elements of `esize`
 // bytes, any sign. Moves tiles between memory and lane-contiguous scratch.

@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include "../../ir/float_math.h"
+#include "../../ir/float_math_erf_atan.h"
 #include "bytecode.h"
 #include "minmax_regs.h"
 #include "transpose_regs.h"
@@ -77,6 +78,7 @@ OpFn lookup_lanes_of(const OpKey& k) {
     if (k.bcast) return nullptr;  // lookup_bcast_of
     if (OpFn fn = narrow_of(k)) return fn;
     if (k.tee) return lookup_tee_of(k);
+    if (OpFn fn = lookup_erf_atan_avx512(k)) return fn;
     if (k.stream) return lookup_variant<StreamOps>(k);
     if (k.kind == OpKind::Binary && k.op == Op::LogAddExp) {
         if (k.t == DType::F32) return &binary_loop<float, LogAddExpF>;

@@ -373,8 +373,8 @@ int combine_weight(const Combine& combine) {
     for (const Node* n : topo_order(combine.results)) {
         switch (n->op) {
             case Op::Exp: case Op::Exp2: case Op::Log: case Op::Log2: case Op::Log10: case Op::Log1p: case Op::Expm1:
-            case Op::Tanh: case Op::Sigmoid: case Op::Softplus: case Op::Sin: case Op::Cos: case Op::Pow:
-            case Op::LogAddExp:
+            case Op::Erf: case Op::Erfc: case Op::Tanh: case Op::Sigmoid: case Op::Softplus: case Op::Sin: case Op::Cos:
+            case Op::Atan: case Op::Atan2: case Op::Pow: case Op::LogAddExp:
                 weight += kTranscendentalWeight;
                 break;
             case Op::Div: case Op::Mod: case Op::Sqrt: case Op::Rsqrt: weight += 8; break;

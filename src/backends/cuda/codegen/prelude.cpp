@@ -122,6 +122,8 @@ SC_UNARY(sc_log, logf(x), log(x))
 SC_UNARY(sc_exp2, exp2f(x), exp2(x))
 SC_UNARY(sc_log2, log2f(x), log2(x))
 SC_UNARY(sc_log10, log10f(x), log10(x))
+SC_UNARY(sc_erf, erff(x), erf(x))
+SC_UNARY(sc_erfc, erfcf(x), erfc(x))
 SC_UNARY(sc_log1p, log1pf(x), log1p(x))
 SC_UNARY(sc_expm1, expm1f(x), expm1(x))
 SC_UNARY(sc_sqrt, sqrtf(x), sqrt(x))
@@ -129,6 +131,7 @@ SC_UNARY(sc_rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 SC_UNARY(sc_tanh, tanhf(x), tanh(x))
 SC_UNARY(sc_sin, sinf(x), sin(x))
 SC_UNARY(sc_cos, cosf(x), cos(x))
+SC_UNARY(sc_atan, atanf(x), atan(x))
 SC_UNARY(sc_floor, floorf(x), floor(x))
 SC_UNARY(sc_ceil, ceilf(x), ceil(x))
 SC_UNARY(sc_sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
@@ -136,6 +139,8 @@ SC_UNARY(sc_softplus, fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))),
          fmax(x, 0.0) + log1p(exp(-fabs(x))))
 __device__ __forceinline__ float sc_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double sc_pow(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ float sc_atan2(float y, float x) { return atan2f(y, x); }
+__device__ __forceinline__ double sc_atan2(double y, double x) { return atan2(y, x); }
 template <class T> __device__ __forceinline__ T sc_logaddexp(T a, T b) {
     if (a != a || b != b) return a + b;
     if (a == b) return a + sc_log((T)2);  // also inf+inf and -inf+-inf without NaN

@@ -105,6 +105,8 @@ std::string apply(Op op, const std::vector<std::string>& a, DType operand, DType
         case Op::Exp2: return call("sc_exp2");
         case Op::Log2: return call("sc_log2");
         case Op::Log10: return call("sc_log10");
+        case Op::Erf: return call("sc_erf");
+        case Op::Erfc: return call("sc_erfc");
         case Op::Log1p: return call("sc_log1p");
         case Op::Expm1: return call("sc_expm1");
         case Op::Sqrt: return call("sc_sqrt");
@@ -115,9 +117,11 @@ std::string apply(Op op, const std::vector<std::string>& a, DType operand, DType
         case Op::Softplus: return call("sc_softplus");
         case Op::Sin: return call("sc_sin");
         case Op::Cos: return call("sc_cos");
+        case Op::Atan: return call("sc_atan");
         case Op::Floor: return call("sc_floor");
         case Op::Ceil: return call("sc_ceil");
         case Op::Pow: return call("sc_pow");
+        case Op::Atan2: return call("sc_atan2");
         case Op::Min: return call("sc_min");
         case Op::Max: return call("sc_max");
         case Op::LogAddExp: return call("sc_logaddexp");
