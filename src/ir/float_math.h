@@ -15,6 +15,10 @@
 #include <type_traits>
 
 namespace scanc {
+// Internal linkage: the CPU backend includes these in files compiled for AVX2 and AVX-512, and
+// an inline function of external linkage would leave the linker one copy for every caller,
+// possibly one compiled for an instruction set the machine lacks.
+namespace {
 
 // y 2^(n1 + n2) for n1, n2 exponents of normal numbers of F: y 2^n1 is exact, and the second
 // product rounds once, to a subnormal, zero or infinity where the result is one.
@@ -508,4 +512,5 @@ inline T logaddexp_of(T a, T b) {
     return m + log1p_of(exp_of(-std::fabs(a - b)));
 }
 
+}  // namespace
 }  // namespace scanc

@@ -33,6 +33,7 @@ def awkward(dtype):
 UNARY = {
     "silu": (F.silu, False, FLOATS),
     "mish": (F.mish, False, FLOATS),
+    "gelu": (F.gelu, False, FLOATS),
     "gelu tanh": (lambda x: F.gelu(x, approximate="tanh"), False, FLOATS),
     "elu": (F.elu, False, FLOATS),
     "elu alpha 2": (lambda x: F.elu(x, alpha=2.0), False, FLOATS),
@@ -76,6 +77,8 @@ UNARY = {
 def test_an_activation_or_function_gives_torch_s_value_on_awkward_values(name, dtype):
     fn, exact, _ = UNARY[name]
     x = awkward(dtype)
+    if name == "gelu":  # torch's kernel overflows there: inf gives NaN, 3e38 inf (scanc: x)
+        x = x[x.isnan() | (x.abs() < 1e30)]
     want = fn(x[1:])
     if name in ("softsign", "tanhshrink") and dtype in (torch.float16, torch.bfloat16):
         want = fn(x[1:].float()).to(dtype)  # torch rounds between its Python-level ops
@@ -144,7 +147,6 @@ def test_in_place_forms_give_their_operations_value(in_place, out_of_place):
 
 @pytest.mark.parametrize("spelling, message", [
     (lambda a, b: F.gelu(b, approximate="fast") + a, "approximate= is 'none' or 'tanh'"),
-    (lambda a, b: F.gelu(b) + a, "exact gelu needs erf"),
     (lambda a, b: F.celu(b, alpha=0.0) + a, "alpha cannot be 0"),
     (lambda a, b: F.hardtanh(b, 2.0, 1.0) + a, "max_val cannot be less than min_val"),
     (lambda a, b: F.softshrink(b, -1.0) + a, "lambd must be in \[0, the dtype.s largest\]"),
@@ -153,7 +155,7 @@ def test_in_place_forms_give_their_operations_value(in_place, out_of_place):
     (lambda a, b: torch.round(b.int(), decimals=1) + a, "round of torch.int32 operands with decimals"),
     (lambda a, b: torch.heaviside(b, b.double()) + a, "heaviside of operands of different"),
     (lambda a, b: F.hardtanh(b.to(torch.uint8), -1.0, 1.0) + a, "unsigned type with negative"),
-], ids=["gelu approximate", "exact gelu", "celu alpha 0", "hardtanh limits", "softshrink lambd", "silu of ints",
+], ids=["gelu approximate", "celu alpha 0", "hardtanh limits", "softshrink lambd", "silu of ints",
         "frac of ints", "round decimals of ints", "heaviside mixed", "hardtanh unsigned"])
 def test_what_torch_refuses_is_refused_by_name(spelling, message):
     with pytest.raises(ValueError, match=message):

@@ -541,3 +541,74 @@ def test_base_two_functions_export_and_lower_to_aten():
         torch.testing.assert_close(got, want)
     assert not any("scanc" in str(n.target) or "associative_scan" in str(n.target)
                    for n in lowered.graph.nodes)
+
+
+ERF_AND_ATAN = {"erf": torch.erf, "special.erf": torch.special.erf, "erfc": torch.erfc,
+                "special.erfc": torch.special.erfc, "atan": torch.atan, "arctan": torch.arctan,
+                "atan_ in place": lambda x: x.double().clone().atan_()}
+
+
+@pytest.mark.parametrize("name, dtype", [(n, d) for n in ERF_AND_ATAN for d in FLOATS + INTEGERS],
+                         ids=str)
+def test_erf_erfc_and_atan_give_torch_s_values(name, dtype):
+    fn = ERF_AND_ATAN[name]
+    x = specials(dtype)
+    assert_same(images(fn, x), fn(x[1:]), exact=False)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTEGERS, ids=str)
+def test_atan2_gives_torch_s_values_at_every_pair_of_special_values(dtype):
+    x, y = specials(dtype, seed=1), specials(dtype, seed=2).flip(0)
+    x, y = torch.cat([x, x.roll(3)]), torch.cat([y, y.roll(5)])
+    for fn in (torch.atan2, torch.arctan2, lambda a, b: a.atan2(b),
+               lambda a, b: torch.atan2(a, torch.tensor(2.0, dtype=torch.float64))):
+        assert_same(images(fn, x, y), fn(x[1:], y[1:]), exact=False)
+
+
+def test_atan2_of_a_number_is_refused_as_torch_refuses_it():  # by torch's own argument parser
+    with pytest.raises(TypeError, match="must be Tensor"):
+        torch.atan2(torch.ones(3), 2.0)
+    with pytest.raises(TypeError, match="must be Tensor"):
+        st.associative_scan(lambda a, b: (b[0], torch.atan2(b[0], 2.0)), (torch.ones(1, 3),) * 2, 1)
+
+
+def test_erfc_keeps_its_relative_precision_in_the_tail():
+    x = torch.tensor([0.0, 5.0, 9.0, 10.0, 26.0, 27.0], dtype=torch.float64)
+    got = images(torch.erfc, x)
+    torch.testing.assert_close(got, torch.erfc(x[1:]), rtol=4e-16, atol=0)
+    assert (got > 0).all()  # where 1 - erf(x) is long 0
+
+
+def tangent_sum(a, b):  # a sum in tan's image: atan(tan(atan(y))) is atan(y) for every y
+    return torch.atan(torch.tan(a) + torch.tan(b))
+
+
+def test_a_sum_of_angles_through_atan_matches_the_loop_and_its_gradient():
+    x = torch.rand(3, 29, generator=torch.Generator().manual_seed(15), dtype=torch.float64) * 0.1
+    torch.testing.assert_close(st.associative_scan(tangent_sum, x, 1), loop_scan(tangent_sum, x, 1))
+    assert torch.autograd.gradcheck(lambda v: st.associative_scan(tangent_sum, v, 1),
+                                    (x[:, :9].clone().requires_grad_(),))
+    for fn in (torch.erf, torch.erfc, torch.atan):
+        assert torch.autograd.gradcheck(lambda v: images(fn, v), (x[0].clone().requires_grad_(),))
+    y = (x[1] - 0.05).requires_grad_()
+    assert torch.autograd.gradcheck(lambda u, v: images(torch.atan2, u, v),
+                                    (x[0].clone().requires_grad_(), y))
+
+
+class ErfAndAngles(torch.nn.Module):
+    def forward(self, x):
+        return (st.associative_scan(tangent_sum, x, 1),
+                st.associative_scan(lambda a, b: (b[0], torch.erfc(b[0]) + torch.atan2(
+                    b[0], torch.full_like(b[0], 0.5))), (x, x), 1)[1])
+
+
+def test_erf_and_atan_compile_export_and_lower_to_aten():
+    x = torch.rand(2, 19, generator=torch.Generator().manual_seed(16)) * 0.1
+    want = ErfAndAngles()(x)
+    compiled = torch.compile(ErfAndAngles(), backend="eager", fullgraph=True, dynamic=True)
+    lowered = st.lower_associative_scans(torch.export.export(ErfAndAngles(), (x,)))
+    for got in (compiled(x), lowered.module()(x)):
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+    assert not any("scanc" in str(n.target) for n in lowered.graph.nodes)
+    torch._dynamo.reset()

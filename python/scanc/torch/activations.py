@@ -53,8 +53,8 @@ def gelu(input, approximate="none"):
             inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * (x * x * x))
             return 0.5 * x * (1.0 + torch.tanh(inner))
     elif approximate == "none":
-        raise ValueError("associative_scan: exact gelu needs erf, which scanc does not have "
-                         "yet; gelu(approximate='tanh') is supported")
+        def formula(x):  # torch's: x / 2 (1 + erf(x / sqrt 2))
+            return x * 0.5 * (1.0 + torch.erf(x * 0.7071067811865476))
     else:
         raise ValueError(f"associative_scan: gelu's approximate= is 'none' or 'tanh' (as in "
                          f"torch), got {approximate!r}")

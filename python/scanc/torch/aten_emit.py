@@ -73,6 +73,11 @@ class Emitter:
             if tensors[0]:
                 return self.call(aten.pow.Tensor_Scalar, a, b)
             return self.call(aten.pow.Scalar, a, b)
+        if op == "atan2" and not all(tensors):  # aten's takes tensors only
+            dtype = _dtype_of(args[0] if tensors[0] else args[1])
+            args = [a if t else self.call(aten.scalar_tensor.default, a, dtype=dtype)
+                    for a, t in zip(args, tensors)]
+            return self.call(aten.atan2.default, *args)
         if op in ("min", "max") and not all(tensors):
             t, c = (args[0], args[1]) if tensors[0] else (args[1], args[0])
             return self.call(aten.clamp_max.default if op == "min" else aten.clamp_min.default,

@@ -31,6 +31,7 @@ def _sign(x: Node) -> Node:
 # as sign(a) or a clamp's where(.., 1, 0), would divide as integers: halves are float literals.
 _TWO = const(2.0)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _local(node: Node, d: list[Node]) -> Node:
@@ -77,6 +78,15 @@ def _local(node: Node, d: list[Node]) -> Node:
         return make("*", make("*", node, make("-", ONE, node)), da)
     if op == "softplus":
         return make("*", make("sigmoid", a), da)
+    if op in ("erf", "erfc"):  # +-2/sqrt(pi) e^(-a^2)
+        slope = make("*", const(_TWO_OVER_SQRT_PI), make("exp", make("neg", make("*", a, a))))
+        return make("*", slope if op == "erf" else make("neg", slope), da)
+    if op == "atan":
+        return make("/", da, make("+", ONE, make("*", a, a)))
+    if op == "atan2":  # of (y, x): (x dy - y dx) / (x^2 + y^2)
+        x, dx = args[1], d[1]
+        norm = make("+", make("*", a, a), make("*", x, x))
+        return make("/", make("-", make("*", x, da), make("*", a, dx)), norm)
     if op == "sin":
         return make("*", make("cos", a), da)
     if op == "cos":

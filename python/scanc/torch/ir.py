@@ -28,8 +28,8 @@ PREFIX = {"neg": "-", "not": "not"}
 FUNCTIONS = {
     "exp": 1, "log": 1, "log1p": 1, "expm1": 1, "exp2": 1, "log2": 1, "log10": 1, "sqrt": 1,
     "rsqrt": 1, "abs": 1, "tanh": 1,
-    "sigmoid": 1, "softplus": 1, "sin": 1, "cos": 1, "floor": 1, "ceil": 1, "pow": 2, "min": 2,
-    "max": 2, "logaddexp": 2, "where": 3,
+    "sigmoid": 1, "softplus": 1, "sin": 1, "cos": 1, "erf": 1, "erfc": 1, "atan": 1,
+    "floor": 1, "ceil": 1, "pow": 2, "min": 2, "max": 2, "logaddexp": 2, "atan2": 2, "where": 3,
 }
 DTYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "f16", "bf16", "f32", "f64")
 
@@ -92,8 +92,11 @@ def _fold(op: str, values: list[Any]) -> Any | None:
             return -values[0]
         if op == "/" and values[1] != 0:
             return values[0] / values[1]
-        if op in ("exp", "log", "log2", "log10", "sqrt", "sin", "cos", "tanh"):
+        if op in ("exp", "log", "log2", "log10", "sqrt", "sin", "cos", "tanh", "erf", "erfc",
+                  "atan"):
             return float(getattr(math, op)(values[0]))
+        if op == "atan2":
+            return math.atan2(float(values[0]), float(values[1]))
         if op == "exp2":
             return 2.0 ** float(values[0])
     except (ValueError, OverflowError):

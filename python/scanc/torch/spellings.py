@@ -45,7 +45,8 @@ FLOAT_FUNCTIONS = {  # torch name -> scanc function; integer operands become flo
     "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "exp2": "exp2",
     "log2": "log2", "log10": "log10", "sqrt": "sqrt",
     "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid", "expit": "sigmoid",
-    "softplus": "softplus", "sin": "sin", "cos": "cos",
+    "softplus": "softplus", "sin": "sin", "cos": "cos", "erf": "erf", "erfc": "erfc",
+    "atan": "atan", "arctan": "atan", "atan2": "atan2", "arctan2": "atan2",
 }
 SAME_FUNCTIONS = {"abs": "abs", "absolute": "abs", "floor": "floor", "ceil": "ceil"}
 _SPECIAL = ("square", "reciprocal", "clamp", "clip", "clamp_min", "clamp_max", "rsub", "max",
