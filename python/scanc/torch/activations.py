@@ -36,8 +36,8 @@ def _activation(name, formula, input, **parameters):
 
 
 def silu(input):
-    # x sigmoid(x), not torch's x / (1 + e^-x): the same value, and a gradient that does not
-    # overflow far left, where (1 + e^-x)^2 would.
+    # x sigmoid(x), not torch's x / (1 + e^-x): the same value within an ulp or two, and a
+    # gradient that does not overflow far left, where (1 + e^-x)^2 would.
     return _activation("silu", lambda x: x * torch.sigmoid(x), input)
 
 
