@@ -491,14 +491,18 @@ def test_a_number_beyond_an_integer_dtype_wraps_as_in_torch_eager_compiled_and_l
     torch._dynamo.reset()
 
 
-BASE_TWO_AND_TEN = {"log2": torch.log2, "exp2": torch.exp2, "special.exp2": torch.special.exp2,
-                    "log10": torch.log10, "log2_ in place": lambda x: x.double().clone().log2_()}
+NEWER_FUNCTIONS = {  # scanc's functions added after the first ones
+    "log2": torch.log2, "exp2": torch.exp2, "special.exp2": torch.special.exp2,
+    "log10": torch.log10, "log2_ in place": lambda x: x.double().clone().log2_(),
+    "erf": torch.erf, "special.erf": torch.special.erf, "erfc": torch.erfc,
+    "special.erfc": torch.special.erfc, "atan": torch.atan, "arctan": torch.arctan,
+    "atan_ in place": lambda x: x.double().clone().atan_()}
 
 
-@pytest.mark.parametrize("name, dtype", [(n, d) for n in BASE_TWO_AND_TEN for d in FLOATS + INTEGERS],
+@pytest.mark.parametrize("name, dtype", [(n, d) for n in NEWER_FUNCTIONS for d in FLOATS + INTEGERS],
                          ids=str)
-def test_log2_exp2_and_log10_give_torch_s_values(name, dtype):
-    fn = BASE_TWO_AND_TEN[name]
+def test_base_two_and_ten_erf_and_atan_functions_give_torch_s_values(name, dtype):
+    fn = NEWER_FUNCTIONS[name]
     x = specials(dtype)
     assert_same(images(fn, x), fn(x[1:]), exact=False)
 
@@ -541,19 +545,6 @@ def test_base_two_functions_export_and_lower_to_aten():
         torch.testing.assert_close(got, want)
     assert not any("scanc" in str(n.target) or "associative_scan" in str(n.target)
                    for n in lowered.graph.nodes)
-
-
-ERF_AND_ATAN = {"erf": torch.erf, "special.erf": torch.special.erf, "erfc": torch.erfc,
-                "special.erfc": torch.special.erfc, "atan": torch.atan, "arctan": torch.arctan,
-                "atan_ in place": lambda x: x.double().clone().atan_()}
-
-
-@pytest.mark.parametrize("name, dtype", [(n, d) for n in ERF_AND_ATAN for d in FLOATS + INTEGERS],
-                         ids=str)
-def test_erf_erfc_and_atan_give_torch_s_values(name, dtype):
-    fn = ERF_AND_ATAN[name]
-    x = specials(dtype)
-    assert_same(images(fn, x), fn(x[1:]), exact=False)
 
 
 @pytest.mark.parametrize("dtype", FLOATS + INTEGERS, ids=str)

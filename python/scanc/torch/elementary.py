@@ -146,7 +146,7 @@ def round(input, decimals=None):
         return _in_f32(_round_half_even, input)
     # torch's: scale by 10^|decimals|, round, scale back (a division for positive decimals); a
     # scale past the largest double is inf, as torch's, and the result NaN.
-    ten_pow = 10.0 ** min(abs(decimals), 400) if abs(decimals) < 309 else math.inf
+    ten_pow = 10.0 ** abs(decimals) if abs(decimals) < 309 else math.inf
     if decimals > 0:
         return _in_f32(lambda x: _round_half_even(x * ten_pow) / ten_pow, input)
     return _in_f32(lambda x: _round_half_even(x / ten_pow) * ten_pow, input)
