@@ -16,6 +16,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -40,71 +41,88 @@ inline void two_product(double a, double b, double& p, double& e) {
 }
 
 // ---- erf and erfc ----------------------------------------------------------------------
+// The coefficients are shared with the ONNX exporter, which writes the same formulas as graph
+// arithmetic (src/backends/onnx/onnx_erf.cpp).
+
+// fdlibm's pp (P = p0 + p1 z + ... + p4 z^4) and qq (q = q1 z + ... + q5 z^5) of erf near 0.
+// erf's near range [0, kErfNear), 2/sqrt(pi) and 2/sqrt(pi) - 1 (fdlibm's efx).
+inline constexpr double kErfNear = 0.84375, kTwoOverSqrtPi = 1.12837916709551257390,
+                        kTwoOverSqrtPiLessOne = 1.28379167095512586316e-01;
+inline constexpr double kErfNearP[] = {1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+                                       -5.77027029648944159157e-03, -2.37630166566501626084e-05};
+inline constexpr double kErfNearQ[] = {3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+                                       1.32494738004321644526e-04, -3.96022827877536812320e-06};
+// fdlibm's rb (r = r0 + ... + r6 s^6) and sb (q = 1 + s1 s + ... + s7 s^7) of erfc's far tail.
+inline constexpr double kErfcFarR[] = {-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+                                       -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+                                       -4.83519191608651397019e+02};
+inline constexpr double kErfcFarS[] = {3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+                                       3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+                                       -2.24409524465858183362e+01};
+
+// c[0] + z (c[1] + z (... + z c[N-1])), in that order.
+template <std::size_t N> [[gnu::always_inline]] inline double horner(const double (&c)[N], double z) {
+    double r = c[N - 1];
+#pragma GCC unroll 16
+    for (int k = static_cast<int>(N) - 2; k >= 0; --k) r = c[k] + z * r;
+    return r;
+}
+
 // erf(a) = a + a y for 0 <= a < 0.84375, y = P(a^2) / Q(a^2) (fdlibm's pp and qq), Q = 1 + q:
 // y = P - P q / (1 + q), whose rounding shrinks with a (P / Q rounds 1 + q first: 2^-51 of y).
 inline double erf_near_ratio(double a) {
     const double z = a * a;
-    const double p = 1.28379167095512558561e-01 +
-                     z * (-3.25042107247001499370e-01 +
-                          z * (-2.84817495755985104766e-02 + z * (-5.77027029648944159157e-03 + z * -2.37630166566501626084e-05)));
-    const double q = z * (3.97917223959155352819e-01 +
-                          z * (6.50222499887672944485e-02 +
-                               z * (5.08130628187576562776e-03 + z * (1.32494738004321644526e-04 + z * -3.96022827877536812320e-06))));
+    const double p = horner(kErfNearP, z), q = z * horner(kErfNearQ, z);
     return p - (p * q) / (1.0 + q);
 }
 
 // log(a erfc(a)) + a^2 + 0.5625 for 1/0.35 <= a <= 28, fdlibm's rational function of s = 1 /
 // a^2 (its rb and sb).
-inline double erfc_far_exponent(double s) {
-    const double r =
-        -9.86494292470009928597e-03 +
-        s * (-7.99283237680523006574e-01 +
-             s * (-1.77579549177547519889e+01 +
-                  s * (-1.60636384855821916062e+02 +
-                       s * (-6.37566443368389627722e+02 + s * (-1.02509513161107724954e+03 + s * -4.83519191608651397019e+02)))));
-    const double q =
-        1.0 + s * (3.03380607434824582924e+01 +
-                   s * (3.25792512996573918826e+02 +
-                        s * (1.53672958608443695994e+03 +
-                             s * (3.19985821950859553908e+03 +
-                                  s * (2.55305040643316442583e+03 + s * (4.74528541206955367215e+02 + s * -2.24409524465858183362e+01))))));
-    return r / q;
-}
+inline double erfc_far_exponent(double s) { return horner(kErfcFarR, s) / (1.0 + s * horner(kErfcFarS, s)); }
+
+// The three intervals below 1/0.35 (kErfcFar): [0.5, kErfcSplit[0]), [kErfcSplit[0],
+// kErfcSplit[1]), [kErfcSplit[1], kErfcFar); per interval its centre m, c0 + c0_lo, c1 and
+// delta's p1 ... p14 (kErfcPoly[k] = p_{k+1}).
+inline constexpr double kErfcSplit[] = {1.25, 2.0}, kErfcFar = 2.857142857142857;
+inline constexpr double kErfcCentre[] = {0.875, 1.625, 2.375};
+inline constexpr double kErfcC0[] = {-0x1.88ce5d53669b8p-1, -0x1.324b71fe93c9ap+0, -0x1.83076826cca9cp+0};
+inline constexpr double kErfcC0Lo[] = {0x1.9f433934410c7p-55, -0x1.1f7ad752a52a2p-55, -0x1.57207cb5edbd0p-57};
+inline constexpr double kErfcC1[] = {-0x1.5c45c2705ed3fp-1, -0x1.eeb8924843195p-2, -0x1.780c1ed5ab115p-2};
+inline constexpr double kErfcFarC0 = -0.5625;
+inline constexpr double kErfcPoly[][3] = {
+    {0x1.923fa93b2fc9dp-56, -0x1.cfb4d6357a97cp-55, -0x1.d6b0ce162d9e1p-56},
+    {0x1.633e1bd2ce087p-3, 0x1.9249dc598ca4bp-4, 0x1.eeb61afdbf74dp-5},
+    {-0x1.802c2794aeae8p-5, -0x1.78fa9a8b7172bp-6, -0x1.8988b0c7ebca2p-7},
+    {0x1.730b0ece761e6p-7, 0x1.59606b9a1c86cp-8, 0x1.40cd07e5e1296p-9},
+    {-0x1.1904a08430a23p-9, -0x1.211a66c3815bap-10, -0x1.fa8e4e8390e67p-12},
+    {0x1.a515529e9062bp-13, 0x1.99f921c91c12fp-13, 0x1.754137d00a259p-14},
+    {0x1.f13fc9849a289p-15, -0x1.920c7be4996c0p-16, -0x1.ea2f23da83c72p-17},
+    {-0x1.4a1878e14645fp-15, -0x1.0aa1d886eb702p-21, 0x1.03413cda7e76cp-19},
+    {0x1.96c96c189df34p-17, 0x1.92daa2f73108ep-20, -0x1.155eb508311b9p-23},
+    {-0x1.0b1ba5d49fa5ep-19, -0x1.38ecb0aaeb3d0p-21, -0x1.10d83656c8aacp-25},
+    {-0x1.80fdbbc551bbap-23, 0x1.459ec35c43021p-23, 0x1.2b387e3b2352dp-26},
+    {0x1.1930728eef3acp-22, -0x1.c6b68b8e610bfp-26, -0x1.66536facaca4ap-28},
+    {-0x1.ba649b9bc9f26p-24, 0.0, 0x1.1c13c3519a1d1p-30},
+    {0x1.71512ca32ac0bp-26, 0.0, 0.0},
+};
 
 // erfc(a) = exp(-a^2 + c0 + c0_lo + c1 w + delta) / d for 0.5 <= a <= 28, w = a - m, and
-// rd = 1 / d. Below
-// 1/0.35, on [0.5, 1.25), [1.25, 2) and [2, 1/0.35) around m = 0.875, 1.625 and 2.375 (w exact):
-// log(erfc(a)) + a^2 = c0 + c0_lo + c1 w + delta(w), delta = p1 w + ... + p14 w^14 (fitted by
+// rd = 1 / d. Below 1/0.35, on [0.5, 1.25), [1.25, 2) and [2, 1/0.35) around m = 0.875, 1.625
+// and 2.375 (w exact): log(erfc(a)) + a^2 = c0 + c0_lo + c1 w + delta(w), delta = p1 w + ... + p14 w^14 (fitted by
 // scripts/fit_erfc_poly.py, within 2^-59), d = 1; the constant and linear parts carry the
 // exponent's size exactly, so the polynomial's roundings (|delta| < 0.03) stay far below an ulp
 // (fdlibm's P/Q of erf near 1 and its rational ra/sa read 2.4 and 1.5 ulp of erfc there).
 // From 1/0.35: fdlibm's c0 = -0.5625, delta = erfc_far_exponent of rd^2, d = a.
 [[gnu::always_inline]] inline void erfc_exponent(double a, double& c0, double& c0_lo, double& c1, double& w, double& delta, double& d,
                                                  double& rd) {
-    const bool first = a < 1.25, second = a < 2.0, far = a >= 2.857142857142857;
-    auto pick = [&](double p0, double p1, double p2) { return first ? p0 : second ? p1 : p2; };
-    static constexpr double kPoly[][3] = {
-        {0x1.923fa93b2fc9dp-56, -0x1.cfb4d6357a97cp-55, -0x1.d6b0ce162d9e1p-56},
-        {0x1.633e1bd2ce087p-3, 0x1.9249dc598ca4bp-4, 0x1.eeb61afdbf74dp-5},
-        {-0x1.802c2794aeae8p-5, -0x1.78fa9a8b7172bp-6, -0x1.8988b0c7ebca2p-7},
-        {0x1.730b0ece761e6p-7, 0x1.59606b9a1c86cp-8, 0x1.40cd07e5e1296p-9},
-        {-0x1.1904a08430a23p-9, -0x1.211a66c3815bap-10, -0x1.fa8e4e8390e67p-12},
-        {0x1.a515529e9062bp-13, 0x1.99f921c91c12fp-13, 0x1.754137d00a259p-14},
-        {0x1.f13fc9849a289p-15, -0x1.920c7be4996c0p-16, -0x1.ea2f23da83c72p-17},
-        {-0x1.4a1878e14645fp-15, -0x1.0aa1d886eb702p-21, 0x1.03413cda7e76cp-19},
-        {0x1.96c96c189df34p-17, 0x1.92daa2f73108ep-20, -0x1.155eb508311b9p-23},
-        {-0x1.0b1ba5d49fa5ep-19, -0x1.38ecb0aaeb3d0p-21, -0x1.10d83656c8aacp-25},
-        {-0x1.80fdbbc551bbap-23, 0x1.459ec35c43021p-23, 0x1.2b387e3b2352dp-26},
-        {0x1.1930728eef3acp-22, -0x1.c6b68b8e610bfp-26, -0x1.66536facaca4ap-28},
-        {-0x1.ba649b9bc9f26p-24, 0.0, 0x1.1c13c3519a1d1p-30},
-        {0x1.71512ca32ac0bp-26, 0.0, 0.0},
-    };
-    w = a - pick(0.875, 1.625, 2.375);
+    const bool first = a < kErfcSplit[0], second = a < kErfcSplit[1], far = a >= kErfcFar;
+    auto pick = [&](const double (&c)[3]) { return first ? c[0] : second ? c[1] : c[2]; };
+    w = a - pick(kErfcCentre);
     double p = 0.0;
-    for (int k = 13; k >= 0; --k) p = (p + pick(kPoly[k][0], kPoly[k][1], kPoly[k][2])) * w;
-    c0 = far ? -0.5625 : pick(-0x1.88ce5d53669b8p-1, -0x1.324b71fe93c9ap+0, -0x1.83076826cca9cp+0);
-    c0_lo = far ? 0.0 : pick(0x1.9f433934410c7p-55, -0x1.1f7ad752a52a2p-55, -0x1.57207cb5edbd0p-57);
-    c1 = far ? 0.0 : pick(-0x1.5c45c2705ed3fp-1, -0x1.eeb8924843195p-2, -0x1.780c1ed5ab115p-2);
+    for (int k = 13; k >= 0; --k) p = (p + pick(kErfcPoly[k])) * w;
+    c0 = far ? kErfcFarC0 : pick(kErfcC0);
+    c0_lo = far ? 0.0 : pick(kErfcC0Lo);
+    c1 = far ? 0.0 : pick(kErfcC1);
     d = far ? a : 1.0;
     rd = 1.0 / d;
     delta = far ? erfc_far_exponent(rd * rd) : p;
@@ -144,19 +162,19 @@ inline double erfc_far_exponent(double s) {
 // exactly as a pair, to 0.5 fdlibm's 0.5 - (x y + (x - 0.5)), from there tail, and 2 - tail
 // below -0.84375.
 [[gnu::always_inline]] inline double erf_from(double x, double tail) {
-    const double a = std::fabs(x), an = a < 0.84375 ? a : 0.84375;  // NaN: 0.84375
-    const double tiny = a < 0x1p-1018 ? a * 1.12837916709551257390e+00 : a + a * 1.28379167095512586316e-01;
+    const double a = std::fabs(x), an = a < kErfNear ? a : kErfNear;  // NaN: 0.84375
+    const double tiny = a < 0x1p-1018 ? a * kTwoOverSqrtPi : a + a * kTwoOverSqrtPiLessOne;
     const double near = a < 0x1p-28 ? tiny : an + an * erf_near_ratio(an);
-    const double e = a < 0.84375 ? near : 1.0 - tail;
+    const double e = a < kErfNear ? near : 1.0 - tail;
     return x != x ? x : std::copysign(e, x);
 }
 [[gnu::always_inline]] inline double erfc_from(double x, double tail) {
-    const double a = std::fabs(x), an = a < 0.84375 ? a : 0.84375;
+    const double a = std::fabs(x), an = a < kErfNear ? a : kErfNear;
     const double xn = std::copysign(an, x), y = erf_near_ratio(an);
     double one_minus, one_minus_err;
     two_sum(1.0, -xn, one_minus, one_minus_err);
     const double near = x < 0.25 ? one_minus + (one_minus_err - xn * y) : 0.5 - (xn * y + (xn - 0.5));
-    const double e = x <= -0.84375 ? 2.0 - tail : x < 0.5 ? near : tail;
+    const double e = x <= -kErfNear ? 2.0 - tail : x < 0.5 ? near : tail;
     return x != x ? x : e;
 }
 

@@ -8,6 +8,11 @@
 
 namespace scanc::onnx_export {
 
+std::string sign_bit(GraphWriter& g, const std::string& x, DType t) {
+    std::string zero = g.scalar(t, 0.0, 0, true), one = g.scalar(t, 1.0, 1, true);
+    return g.op("Or", {g.op("Less", {x, zero}), g.op("Less", {g.op("Div", {one, x}), zero})});
+}
+
 namespace {
 
 // The dtype weak operands of `n` adopt (inputs from `first` on).
@@ -81,17 +86,16 @@ std::string expm1(GraphWriter& g, const std::string& x, DType t) {
     return g.op("Where", {g.op("IsInf", {u}), u, r});
 }
 
-// ONNX's Erf or Atan (`op`) of x. onnxruntime has no f64 kernels for them: f64 goes through f32
-// (to f32's precision, 2^-21 relative), except below 2^-28, where erf(x) = x 2/sqrt(pi) and
-// atan(x) = x (`slope`) to f64's precision (in f32 they would flush to 0 below 2^-149).
-// onnxruntime 1.32's Where returns +0 for a -0 in its true branch (and its optimizer swaps the
-// branches of Where(Not(c), a, b)): a signed zero comes through the false branch here, and
-// atan2 sets its sign by a product.
-std::string through_f32(GraphWriter& g, const char* op, const std::string& x, DType t, double slope) {
-    if (t != DType::F64) return g.op(op, {x});
-    std::string narrow = g.cast(g.op(op, {g.cast(x, DType::F32)}), DType::F64);
+// ONNX's Atan of x. onnxruntime has no f64 kernel for it: f64 goes through f32 (to f32's
+// precision, 2^-21 relative), except below 2^-28, where atan(x) = x to f64's precision (in f32
+// it would flush to 0 below 2^-149). onnxruntime 1.32's Where returns +0 for a -0 in its true
+// branch (and its optimizer swaps the branches of Where(Not(c), a, b)): a signed zero comes
+// through the false branch here, and atan2 sets its sign by a product.
+std::string atan_of(GraphWriter& g, const std::string& x, DType t) {
+    if (t != DType::F64) return g.op("Atan", {x});
+    std::string narrow = g.cast(g.op("Atan", {g.cast(x, DType::F32)}), DType::F64);
     std::string large = g.op("GreaterOrEqual", {g.op("Abs", {x}), g.scalar(t, 0x1p-28, 0, true)});
-    return g.op("Where", {large, narrow, g.op("Mul", {x, g.scalar(t, slope, 0, true)})});
+    return g.op("Where", {large, narrow, x});
 }
 
 // atan2(y, x) as C defines it, from Atan(|y| / x): plus pi where x's sign bit is set (x < 0, or
@@ -100,20 +104,17 @@ std::string through_f32(GraphWriter& g, const char* op, const std::string& x, DT
 // pi/2 is 2^-24 off at f64); then y's sign, by a product (which keeps -0). NaN gives NaN.
 std::string atan2(GraphWriter& g, const std::string& y, const std::string& x, DType t) {
     std::string zero = g.scalar(t, 0.0, 0, true), one = g.scalar(t, 1.0, 1, true);
-    auto sign_bit = [&](const std::string& v) {
-        return g.op("Or", {g.op("Less", {v, zero}), g.op("Less", {g.op("Div", {one, v}), zero})});
-    };
     auto constant = [&](double v) { return g.scalar(t, v, 0, true); };
-    std::string x_negative = sign_bit(x), ay = g.op("Abs", {y}), q = g.op("Div", {ay, x});
+    std::string x_negative = sign_bit(g, x, t), ay = g.op("Abs", {y}), q = g.op("Div", {ay, x});
     std::string both_inf = g.op("And", {g.op("IsInf", {x}), g.op("IsInf", {y})});
     std::string quarter = g.op("Mul", {g.op("Sign", {x}), constant(std::numbers::pi / 4)});
     std::string edge = g.op("Where", {both_inf, quarter, g.op("Mul", {g.op("Sign", {q}), constant(std::numbers::pi / 2)})});
     std::string finite = g.op("Not", {g.op("Or", {both_inf, g.op("IsInf", {q})})});
-    std::string base = g.op("Where", {finite, through_f32(g, "Atan", q, t, 1.0), edge});
+    std::string base = g.op("Where", {finite, atan_of(g, q, t), edge});
     std::string r = g.op("Where", {x_negative, g.op("Add", {base, constant(std::numbers::pi)}), base});
     std::string y_zero = g.op("And", {g.op("Equal", {y, zero}), g.op("Not", {g.op("IsNaN", {x})})});
     r = g.op("Where", {y_zero, g.op("Where", {x_negative, constant(std::numbers::pi), zero}), r});
-    return g.op("Mul", {g.op("Abs", {r}), g.op("Where", {sign_bit(y), constant(-1.0), one})});
+    return g.op("Mul", {g.op("Abs", {r}), g.op("Where", {sign_bit(g, y, t), constant(-1.0), one})});
 }
 
 // Emits `n` over operands already in dtype `t`; returns the result value name. The exp/log
@@ -175,10 +176,10 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
         case Op::Log2: return g.op("Mul", {g.op("Log", in), g.scalar(t, 1.0 / std::log(2.0), 0, true)});
         case Op::Log10: return g.op("Mul", {g.op("Log", in), g.scalar(t, 1.0 / std::log(10.0), 0, true)});
         case Op::Exp2: return g.op("Pow", {g.scalar(t, 2.0, 2, true), in[0]});
-        case Op::Erf: return through_f32(g, "Erf", in[0], t, 1.12837916709551257390);
-        // ONNX has no Erfc: 1 - Erf, which loses erfc's tail (0 once erf rounds to 1).
-        case Op::Erfc: return g.op("Sub", {one(), through_f32(g, "Erf", in[0], t, 1.12837916709551257390)});
-        case Op::Atan: return through_f32(g, "Atan", in[0], t, 1.0);
+        // ONNX's Erf where onnxruntime has a kernel (f32); scanc's formulas elsewhere.
+        case Op::Erf: return t == DType::F64 ? erf_f64(g, in[0]) : g.op("Erf", in);
+        case Op::Erfc: return erfc_of(g, in[0], t);
+        case Op::Atan: return atan_of(g, in[0], t);
         case Op::Atan2: return atan2(g, in[0], in[1], t);
         case Op::Expm1: return expm1(g, in[0], t);
         case Op::Rsqrt: return g.op("Reciprocal", {g.op("Sqrt", in)});

@@ -1,0 +1,113 @@
+// erfc of every float dtype and erf of f64 as ONNX arithmetic, by the reference's formulas and
+// coefficients (src/ir/float_math_erf_atan.h). ONNX has no Erfc (1 - Erf is 0 once erf rounds
+// to 1, from 3.9 on, where erfc is 3e-8), and onnxruntime has no f64 Erf. Narrower floats compute
+// in f64 and round once, as the reference does.
+// What differs from the reference: erfc's exponent is carried as a rounded sum s and its exact
+// error e, and exp(s + e) is the runtime's Exp(s) times (1 + e), where the reference reduces the
+// exponential itself; a few f64 ulps instead of one.
+#include "onnx_graph.h"
+
+#include "../../ir/float_math_erf_atan.h"
+
+namespace scanc::onnx_export {
+
+namespace {
+
+// Graph arithmetic in f64, the operations named as in C.
+class F64Graph {
+public:
+    explicit F64Graph(GraphWriter& g) : g_(g) {}
+    std::string c(double v) { return g_.scalar(DType::F64, v, 0, true); }
+    std::string add(const std::string& a, const std::string& b) { return g_.op("Add", {a, b}); }
+    std::string sub(const std::string& a, const std::string& b) { return g_.op("Sub", {a, b}); }
+    std::string mul(const std::string& a, const std::string& b) { return g_.op("Mul", {a, b}); }
+    std::string div(const std::string& a, const std::string& b) { return g_.op("Div", {a, b}); }
+    std::string less(const std::string& a, const std::string& b) { return g_.op("Less", {a, b}); }
+    std::string select(const std::string& cond, const std::string& a, const std::string& b) {
+        return g_.op("Where", {cond, a, b});
+    }
+    std::string op(const char* name, const std::string& a) { return g_.op(name, {a}); }
+    std::string op(const char* name, const std::string& a, const std::string& b) { return g_.op(name, {a, b}); }
+    // a + b = sum + err exactly (Knuth's two-sum; onnxruntime neither fuses nor reassociates).
+    void two_sum(const std::string& a, const std::string& b, std::string& sum, std::string& err) {
+        sum = add(a, b);
+        const std::string bb = sub(sum, a);
+        err = add(sub(a, sub(sum, bb)), sub(b, bb));
+    }
+    // k[0] + z (k[1] + z (... + z k[N-1])), in that order.
+    template <std::size_t N> std::string horner(const double (&k)[N], const std::string& z) {
+        std::string r = c(k[N - 1]);
+        for (int i = static_cast<int>(N) - 2; i >= 0; --i) r = add(c(k[i]), mul(z, r));
+        return r;
+    }
+    // copysign(1, x)
+    std::string sign_of(const std::string& x) { return select(sign_bit(g_, x, DType::F64), c(-1.0), c(1.0)); }
+
+private:
+    GraphWriter& g_;
+};
+
+// erf_near_ratio: y with erf(a) = a + a y below kErfNear.
+std::string near_ratio(F64Graph& f, const std::string& a) {
+    const std::string z = f.mul(a, a), p = f.horner(kErfNearP, z), q = f.mul(z, f.horner(kErfNearQ, z));
+    return f.sub(p, f.div(f.mul(p, q), f.add(f.c(1.0), q)));
+}
+
+// erfc(a) for a = |x| clamped to [0.5, 28] (erfc_exponent's intervals, polynomials and far
+// rational): exp(-a^2 + c0 + c0_lo + c1 w + delta) / d, with a = h + l split so that h^2 is
+// exact (Veltkamp: h has 26 bits) and a^2 - h^2 = l (a + h).
+std::string erfc_tail(F64Graph& f, const std::string& x) {
+    const std::string a = f.op("Min", f.op("Max", f.op("Abs", x), f.c(0.5)), f.c(28.0));
+    const std::string first = f.less(a, f.c(kErfcSplit[0])), second = f.less(a, f.c(kErfcSplit[1]));
+    const std::string far = f.op("GreaterOrEqual", a, f.c(kErfcFar));
+    auto pick = [&](const double (&k)[3]) { return f.select(first, f.c(k[0]), f.select(second, f.c(k[1]), f.c(k[2]))); };
+    const std::string w = f.sub(a, pick(kErfcCentre));
+    std::string p = f.mul(pick(kErfcPoly[13]), w);
+    for (int k = 12; k >= 0; --k) p = f.mul(f.add(p, pick(kErfcPoly[k])), w);
+    const std::string d = f.select(far, a, f.c(1.0)), rd = f.div(f.c(1.0), d), s = f.mul(rd, rd);
+    const std::string delta = f.select(far, f.div(f.horner(kErfcFarR, s), f.add(f.c(1.0), f.mul(s, f.horner(kErfcFarS, s)))), p);
+    const std::string c0 = f.select(far, f.c(kErfcFarC0), pick(kErfcC0));
+    const std::string c0_lo = f.select(far, f.c(0.0), pick(kErfcC0Lo)), c1 = f.select(far, f.c(0.0), pick(kErfcC1));
+    const std::string big = f.mul(a, f.c(134217729.0));  // 2^27 + 1
+    const std::string h = f.sub(big, f.sub(big, a)), l = f.sub(a, h);
+    std::string v, v_err, sum, sum_err;
+    f.two_sum(f.op("Neg", f.mul(h, h)), c0, v, v_err);
+    const std::string rest = f.sub(f.add(f.add(f.add(v_err, c0_lo), f.mul(c1, w)), delta), f.mul(l, f.add(a, h)));
+    f.two_sum(v, rest, sum, sum_err);
+    return f.div(f.mul(f.op("Exp", sum), f.add(f.c(1.0), sum_err)), d);
+}
+
+}  // namespace
+
+// erf_from: a + a y below kErfNear (2/sqrt(pi) a near 0), 1 - erfc(a) from there, x's sign.
+std::string erf_f64(GraphWriter& g, const std::string& x) {
+    F64Graph f(g);
+    const std::string a = f.op("Abs", x), an = f.op("Min", a, f.c(kErfNear));
+    const std::string tiny = f.select(f.less(a, f.c(0x1p-1018)), f.mul(a, f.c(kTwoOverSqrtPi)),
+                                      f.add(a, f.mul(a, f.c(kTwoOverSqrtPiLessOne))));
+    const std::string near = f.select(f.less(a, f.c(0x1p-28)), tiny, f.add(an, f.mul(an, near_ratio(f, an))));
+    const std::string e = f.select(f.less(a, f.c(kErfNear)), near, f.sub(f.c(1.0), erfc_tail(f, x)));
+    // The sign by a product, selected through the false branch: onnxruntime's Where gives +0
+    // for a -0 in its true branch.
+    return f.select(f.op("IsNaN", x), x, f.mul(e, f.sign_of(x)));
+}
+
+// erfc_from: 1 - x - x y (1 - x exact as a pair) below 1/4, 0.5 - (x y + (x - 0.5)) to 0.5, the
+// tail from there, and 2 - erfc(|x|) at or below -kErfNear.
+std::string erfc_of(GraphWriter& g, const std::string& x_in, DType t) {
+    F64Graph f(g);
+    const std::string x = t == DType::F64 ? x_in : g.cast(x_in, DType::F64);
+    const std::string an = f.op("Min", f.op("Abs", x), f.c(kErfNear)), xn = f.mul(an, f.sign_of(x));
+    const std::string xy = f.mul(xn, near_ratio(f, an));
+    std::string one_minus, one_minus_err;
+    f.two_sum(f.c(1.0), f.op("Neg", xn), one_minus, one_minus_err);
+    const std::string near = f.select(f.less(x, f.c(0.25)), f.add(one_minus, f.sub(one_minus_err, xy)),
+                                      f.sub(f.c(0.5), f.add(xy, f.sub(xn, f.c(0.5)))));
+    const std::string tail = erfc_tail(f, x);
+    std::string e = f.select(f.less(x, f.c(0.5)), near, tail);
+    e = f.select(f.op("LessOrEqual", x, f.c(-kErfNear)), f.sub(f.c(2.0), tail), e);
+    e = f.select(f.op("IsNaN", x), x, e);
+    return t == DType::F64 ? e : g.cast(e, t);
+}
+
+}  // namespace scanc::onnx_export
