@@ -42,7 +42,7 @@ inline void two_product(double a, double b, double& p, double& e) {
 
 // ---- erf and erfc ----------------------------------------------------------------------
 // The coefficients are shared with the ONNX exporter, which writes the same formulas as graph
-// arithmetic (src/backends/onnx/onnx_erf.cpp).
+// arithmetic (src/backends/onnx/onnx_float_math.cpp).
 
 // fdlibm's pp (P = p0 + p1 z + ... + p4 z^4) and qq (q = q1 z + ... + q5 z^5) of erf near 0.
 // erf's near range [0, kErfNear), 2/sqrt(pi) and 2/sqrt(pi) - 1 (fdlibm's efx).
@@ -199,6 +199,17 @@ inline double erfc_tail_arg(double x) {
 }
 
 // ---- atan and atan2 --------------------------------------------------------------------
+// fdlibm's reduction bounds of n / d, atan(c) for c = 1/2, 1, 3/2, inf as the nearest double
+// (its atanhi) and the rest (atanlo), and its aT as t - atan(t) = t (z A(w) + w B(w)), z = t^2,
+// w = z^2: kAtanOdd the coefficients of A, kAtanEven of B.
+inline constexpr double kAtanBound[] = {0.4375, 0.6875, 1.1875, 2.4375};
+inline constexpr double kAtanHi[] = {0x1.dac670561bb4fp-2, 0x1.921fb54442d18p-1, 0x1.f730bd281f69bp-1, 0x1.921fb54442d18p+0};
+inline constexpr double kAtanLo[] = {0x1.a2b7f222f65e2p-56, 0x1.1a62633145c07p-55, 0x1.007887af0cbbdp-56, 0x1.1a62633145c07p-54};
+inline constexpr double kAtanOdd[] = {3.33333333333329318027e-01, 1.42857142725034663711e-01, 9.09088713343650656196e-02,
+                                      6.66107313738753120669e-02, 4.97687799461593236017e-02, 1.62858201153657823623e-02};
+inline constexpr double kAtanEven[] = {-1.99999999998764832476e-01, -1.11111104054623557880e-01, -7.69187620504482999495e-02,
+                                       -5.83357013379057348645e-02, -3.65315727442169155270e-02};
+
 // fdlibm's reduction of atan(n / d) for n, d >= 0: by n / d against 7/16, 11/16, 19/16 and
 // 39/16, t = num / den = n / d, (2n - d) / (2d + n), (n - d) / (n + d), (n - 1.5d) / (d + 1.5n)
 // or -d / n, |t| <= 7/16, and atan(n / d) = atan(c) + atan(t) for c = 0, 1/2, 1, 3/2, inf;
@@ -208,7 +219,7 @@ inline double erfc_tail_arg(double x) {
 // Sterbenz's lemma). With d = 1 these are fdlibm's atan's own operations.
 [[gnu::always_inline]] inline void atan_reduce(double n, double d, bool flip, double& num, double& num_err, double& den,
                                                double& den_err, double& hi, double& lo) {
-    const bool r1 = n >= 0.4375 * d, r2 = n >= 0.6875 * d, r3 = n >= 1.1875 * d, r4 = n >= 2.4375 * d;
+    const bool r1 = n >= kAtanBound[0] * d, r2 = n >= kAtanBound[1] * d, r3 = n >= kAtanBound[2] * d, r4 = n >= kAtanBound[3] * d;
     double d15, d15_err, n15, n15_err, sum, sum_err, sum3, sum3_err;
     two_sum(d, 0.5 * d, d15, d15_err);
     two_sum(n, 0.5 * n, n15, n15_err);
@@ -226,26 +237,19 @@ inline double erfc_tail_arg(double x) {
     den_err = r3 ? den_err34 : den_err12;
     // atan(c) (fdlibm's atanhi and atanlo) and pi - atan(c) where flip, each as the nearest
     // double and the rest.
-    const double h01 = flip ? (r1 ? 0x1.56c6e7397f5aep+1 : 0x1.921fb54442d18p+1) : (r1 ? 0x1.dac670561bb4fp-2 : 0.0);
-    const double l01 = flip ? (r1 ? 0x1.660b64ece6f4bp-53 : 0x1.1a62633145c07p-53) : (r1 ? 0x1.a2b7f222f65e2p-56 : 0.0);
-    const double h23 = flip ? (r3 ? 0x1.145385fa3af71p+1 : 0x1.2d97c7f3321d2p+1) : (r3 ? 0x1.f730bd281f69bp-1 : 0x1.921fb54442d18p-1);
-    const double l23 = flip ? (r3 ? 0x1.fa53523b6428fp-53 : 0x1.a79394c9e8a0ap-54) : (r3 ? 0x1.007887af0cbbdp-56 : 0x1.1a62633145c07p-55);
-    hi = r4 ? 0x1.921fb54442d18p+0 : r2 ? h23 : h01;
-    lo = r4 ? 0x1.1a62633145c07p-54 : r2 ? l23 : l01;
+    const double h01 = flip ? (r1 ? 0x1.56c6e7397f5aep+1 : 0x1.921fb54442d18p+1) : (r1 ? kAtanHi[0] : 0.0);
+    const double l01 = flip ? (r1 ? 0x1.660b64ece6f4bp-53 : 0x1.1a62633145c07p-53) : (r1 ? kAtanLo[0] : 0.0);
+    const double h23 = flip ? (r3 ? 0x1.145385fa3af71p+1 : 0x1.2d97c7f3321d2p+1) : (r3 ? kAtanHi[2] : kAtanHi[1]);
+    const double l23 = flip ? (r3 ? 0x1.fa53523b6428fp-53 : 0x1.a79394c9e8a0ap-54) : (r3 ? kAtanLo[2] : kAtanLo[1]);
+    hi = r4 ? kAtanHi[3] : r2 ? h23 : h01;
+    lo = r4 ? kAtanLo[3] : r2 ? l23 : l01;
 }
 
 // t - atan(t) = t S(t^2) for |t| <= 7/16: S (fdlibm's aT, to 2^-57.6 of atan), or for f32
 // FreeBSD's s_atanf.c aT (2^-27.8, a fourteenth of an f32 ulp), both in f64.
 inline double atan_poly(double t) {
     const double z = t * t, w = z * z;
-    const double s1 = z * (3.33333333333329318027e-01 +
-                           w * (1.42857142725034663711e-01 +
-                                w * (9.09088713343650656196e-02 +
-                                     w * (6.66107313738753120669e-02 + w * (4.97687799461593236017e-02 + w * 1.62858201153657823623e-02)))));
-    const double s2 = w * (-1.99999999998764832476e-01 +
-                           w * (-1.11111104054623557880e-01 +
-                                w * (-7.69187620504482999495e-02 + w * (-5.83357013379057348645e-02 + w * -3.65315727442169155270e-02))));
-    return s1 + s2;
+    return z * horner(kAtanOdd, w) + w * horner(kAtanEven, w);
 }
 inline double atan_poly_short(double t) {
     const double z = t * t, w = z * z;

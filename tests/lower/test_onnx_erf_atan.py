@@ -1,8 +1,7 @@
-"""erf, erfc, atan and atan2 exported to ONNX (docs/semantics.md): ONNX's Erf at f32, the
-reference's formulas in graph arithmetic for f64 erf and every erfc (ONNX has no Erfc, and 1 -
-Erf loses the tail), ONNX's Atan, whose f64 kernel onnxruntime lacks (f64 goes through f32, to
-f32's precision), and atan2 from Atan of |y| / x with the quadrant, signed zeros and
-infinities set around it. Each program runs on the reference and through onnxruntime, against
+"""erf, erfc, atan and atan2 exported to ONNX (docs/semantics.md): ONNX's Erf and Atan at f32,
+the reference's formulas in graph arithmetic for every erfc (ONNX has no Erfc, and 1 - Erf
+loses the tail) and for f64 erf and atan (onnxruntime has no f64 kernels for them), and atan2
+from atan of |y| / x with the quadrant, signed zeros and infinities set around it. Each program runs on the reference and through onnxruntime, against
 Python's math.erf and math.erfc (f32 results; the f64 reference is checked against long double
 in tests/ir, and glibc's f64 erfc, which math.erfc calls, is itself several ulps off), the
 reference itself, and NumPy's long double arctan and arctan2."""
@@ -33,17 +32,6 @@ def values(dtype, rng, n=20000):
     return np.concatenate([binades, rng.uniform(-8, 8, n), special]).astype(dtype)
 
 
-def relative_error(got, want):
-    """|got - want| / |want| where want, rounded to got's dtype, is a normal number; 0 where got
-    is that rounding or both are NaN."""
-    rounded = want.astype(got.dtype)
-    with np.errstate(all="ignore"):
-        d = np.abs(got.astype(np.longdouble) - want) / np.abs(want)
-    normal = np.abs(rounded) >= np.finfo(got.dtype).tiny
-    same = (got == rounded) | (np.isnan(got) & np.isnan(want))
-    return np.where(same | ~normal, 0.0, d)
-
-
 def export(tmp_path, dtype, body, inputs):
     name = "f32" if dtype == np.float32 else "f64"
     params = ", ".join(f"{k}: {name}[T]" for k in inputs)
@@ -60,22 +48,18 @@ def ulps_from(got, ref):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_atan_exports_as_onnxs_own_op(tmp_path, dtype):
-    """onnxruntime 1.32: Atan within 3.2 ulp at f32; f64 computes in f32 (within 2^-21 relative
-    where the result is normal), except below 2^-28, where x keeps f64's precision and the sign
-    of zero. The reference stays within 1 ulp."""
+def test_atan_exports_as_onnxs_atan_at_f32_and_the_references_formula_at_f64(tmp_path, dtype):
+    """onnxruntime 1.32: Atan within 3.2 ulp at f32; f64 (no Atan kernel there) is the
+    reference's formula in graph arithmetic, which gives the reference's bits, sign of zero
+    included. The reference stays within 1 ulp."""
     x = values(dtype, np.random.default_rng(3))
     ref, got = export(tmp_path, dtype, "atan(x)", {"x": x})
     assert ulps_from_truth(ref, x, np.arctan).max() <= 1
     if dtype == np.float32:
         assert ulps_from_truth(got, x, np.arctan).max() <= 4
-        return
-    with np.errstate(all="ignore"):
-        want = np.arctan(x.astype(np.longdouble))
-    assert relative_error(got, want).max() <= 2.0 ** -21
-    tiny = np.abs(x) < 2.0 ** -28
-    assert ulps_from_truth(got[tiny], x[tiny], np.arctan).max() <= 1
-    assert np.array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))
+    else:
+        assert np.array_equal(got, ref, equal_nan=True)
+        assert np.array_equal(np.signbit(got), np.signbit(ref))
 
 
 def erf_values(dtype, rng):
@@ -128,8 +112,8 @@ def test_atan2_exports_with_cs_quadrants_signed_zeros_and_infinities(tmp_path, d
     or pi/4 where the quotient or both operands are infinite, then y's sign: wherever either
     operand is a signed zero or an infinity, the C library's (long double) value rounded, sign
     of zero included, and NaN for NaN; elsewhere within 4 ulps at f32 (Atan's 3.2, and y / x
-    rounds once before it) and 2^-21 relative at f64 (Atan in f32) where the result is normal.
-    The reference stays within 1 ulp."""
+    rounds once before it) and 2 at f64 (scanc's atan; 1.34 measured). The reference stays
+    within 1 ulp."""
     y, x, specials = atan2_values(dtype, np.random.default_rng(5))
     ref, got = export(tmp_path, dtype, "atan2(y, x)", {"y": y, "x": x})
     with np.errstate(all="ignore"):
@@ -142,7 +126,4 @@ def test_atan2_exports_with_cs_quadrants_signed_zeros_and_infinities(tmp_path, d
     assert np.array_equal(got[edge], rounded[edge], equal_nan=True)
     assert np.array_equal(np.signbit(got[edge]), np.signbit(rounded[edge]))
     assert np.array_equal(np.isnan(got), np.isnan(want))
-    if dtype == np.float32:
-        assert ulps(got).max() <= 4
-    else:
-        assert relative_error(got, want).max() <= 2.0 ** -21
+    assert ulps(got).max() <= (4 if dtype == np.float32 else 2)

@@ -86,16 +86,12 @@ std::string expm1(GraphWriter& g, const std::string& x, DType t) {
     return g.op("Where", {g.op("IsInf", {u}), u, r});
 }
 
-// ONNX's Atan of x. onnxruntime has no f64 kernel for it: f64 goes through f32 (to f32's
-// precision, 2^-21 relative), except below 2^-28, where atan(x) = x to f64's precision (in f32
-// it would flush to 0 below 2^-149). onnxruntime 1.32's Where returns +0 for a -0 in its true
-// branch (and its optimizer swaps the branches of Where(Not(c), a, b)): a signed zero comes
-// through the false branch here, and atan2 sets its sign by a product.
+// ONNX's Atan where onnxruntime has a kernel (f32), scanc's formula for f64.
+// onnxruntime 1.32's Where returns +0 for a -0 in its true branch (and its optimizer swaps the
+// branches of Where(Not(c), a, b)): a signed zero comes through the false branch here, and
+// atan2 sets its sign by a product.
 std::string atan_of(GraphWriter& g, const std::string& x, DType t) {
-    if (t != DType::F64) return g.op("Atan", {x});
-    std::string narrow = g.cast(g.op("Atan", {g.cast(x, DType::F32)}), DType::F64);
-    std::string large = g.op("GreaterOrEqual", {g.op("Abs", {x}), g.scalar(t, 0x1p-28, 0, true)});
-    return g.op("Where", {large, narrow, x});
+    return t == DType::F64 ? atan_f64(g, x) : g.op("Atan", {x});
 }
 
 // atan2(y, x) as C defines it, from Atan(|y| / x): plus pi where x's sign bit is set (x < 0, or

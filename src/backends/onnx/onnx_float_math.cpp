@@ -1,7 +1,7 @@
-// erfc of every float dtype and erf of f64 as ONNX arithmetic, by the reference's formulas and
-// coefficients (src/ir/float_math_erf_atan.h). ONNX has no Erfc (1 - Erf is 0 once erf rounds
-// to 1, from 3.9 on, where erfc is 3e-8), and onnxruntime has no f64 Erf. Narrower floats compute
-// in f64 and round once, as the reference does.
+// scanc's own erf, erfc and atan (src/ir/float_math_erf_atan.h) as ONNX arithmetic, by the
+// reference's formulas and coefficients, where ONNX or onnxruntime lacks them: ONNX has no Erfc
+// (1 - Erf is 0 once erf rounds to 1, from 3.9 on, where erfc is 3e-8), and onnxruntime has no
+// f64 Erf or Atan. Narrower floats compute in f64 and round once, as the reference does.
 // What differs from the reference: erfc's exponent is carried as a rounded sum s and its exact
 // error e, and exp(s + e) is the runtime's Exp(s) times (1 + e), where the reference reduces the
 // exponential itself; a few f64 ulps instead of one.
@@ -78,6 +78,30 @@ std::string erfc_tail(F64Graph& f, const std::string& x) {
 }
 
 }  // namespace
+
+// atan_f64: fdlibm's reduction of |x| to t = num / den, |t| <= 7/16, atan(|x|) = atan(c) +
+// atan(t) with atan(c) = hi + lo, then x's sign. (The reference's pairs num_err and den_err are
+// for atan2 only.)
+std::string atan_f64(GraphWriter& g, const std::string& x) {
+    F64Graph f(g);
+    const std::string n = f.op("Abs", x);
+    auto at_least = [&](int i) { return f.op("GreaterOrEqual", n, f.c(kAtanBound[i])); };
+    const std::string r1 = at_least(0), r2 = at_least(1), r3 = at_least(2), r4 = at_least(3);
+    const std::string minus_one = f.sub(n, f.c(1.0));
+    const std::string num12 = f.select(r2, minus_one, f.sub(f.mul(f.c(2.0), n), f.c(1.0)));
+    const std::string num34 = f.select(r4, f.c(-1.0), f.sub(n, f.c(1.5)));
+    const std::string num = f.select(r1, f.select(r3, num34, num12), n);
+    const std::string sum = f.add(f.select(r2, f.c(1.0), f.c(2.0)), n);  // n + 1 or 2 + n
+    const std::string sum3 = f.add(f.c(1.0), f.add(n, f.mul(f.c(0.5), n)));  // 1 + 1.5 n
+    const std::string den = f.select(r3, f.select(r4, n, sum3), f.select(r1, sum, f.c(1.0)));
+    auto by_range = [&](const double (&k)[4]) {
+        return f.select(r4, f.c(k[3]), f.select(r2, f.select(r3, f.c(k[2]), f.c(k[1])), f.select(r1, f.c(k[0]), f.c(0.0))));
+    };
+    const std::string t = f.div(num, den), z = f.mul(t, t), w = f.mul(z, z);
+    const std::string poly = f.add(f.mul(z, f.horner(kAtanOdd, w)), f.mul(w, f.horner(kAtanEven, w)));
+    const std::string r = f.sub(by_range(kAtanHi), f.sub(f.sub(f.mul(t, poly), by_range(kAtanLo)), t));
+    return f.select(f.op("IsNaN", x), x, f.mul(r, f.sign_of(x)));
+}
 
 // erf_from: a + a y below kErfNear (2/sqrt(pi) a near 0), 1 - erfc(a) from there, x's sign.
 std::string erf_f64(GraphWriter& g, const std::string& x) {
