@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -400,10 +401,11 @@ inline float tanh_f32(float x) {
 // inf and NaN, the C library's (sin_of / cos_of below); the CPU backend's lane loops take the
 // polynomial path a vector at a time when every lane is within the limit.
 constexpr float kTrigReducedLimit = 0x1p28f;
+inline constexpr double kRoundToInteger = 6755399441055744.0;  // 1.5 x 2^52: t - it is round(x)
+inline constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
 inline void sin_cos_reduced(float x, double& s, double& c, std::uint64_t& quadrant) {
     const double d = x;
-    constexpr double kRound = 6755399441055744.0;
-    const double t = d * 0x1.45f306dc9c883p-1 + kRound, k = t - kRound;
+    const double t = d * kTwoOverPi + kRoundToInteger, k = t - kRoundToInteger;
     quadrant = std::bit_cast<std::uint64_t>(t);
     const double r = (((d - k * 0x1.921fb5p+0) - k * 0x1.110b46p-26) - k * 0x1.1a6263p-54) - k * 0x1.8a2e03707344ap-81;
     const double z = r * r, w = z * z, rz = r * z;
@@ -412,33 +414,44 @@ inline void sin_cos_reduced(float x, double& s, double& c, std::uint64_t& quadra
     c = ((1.0 + z * -0x1.ffffffd0c5e81p-2) + w * 0x1.55553e1053a42p-5) +
         w * z * (-0x1.6c087e80f1e27p-10 + z * 0x1.99342e0ee5069p-16);
 }
+// c[0] + z (c[1] + z (... + z c[N-1])), in that order.
+template <std::size_t N> [[gnu::always_inline]] inline double horner(const double (&c)[N], double z) {
+    double r = c[N - 1];
+#pragma GCC unroll 16
+    for (int k = static_cast<int>(N) - 2; k >= 0; --k) r = c[k] + z * r;
+    return r;
+}
+
 // sin and cos of an f64 where |x| <= kTrigReducedLimitF64: k as for f32, x - k pi/2 = y0 + y1
-// (a pair of doubles) by pi/2 in fdlibm's four parts, three of 33 bits (each times k exact for
-// |k| < 2^20, x - k p1 exact by cancellation) and the rest by exact two-sums, 152 bits of pi/2
-// in all; then fdlibm's __kernel_sin and __kernel_cos on (y0, y1) and their coefficients, both
-// computed and the quadrant's chosen: within 1 ulp. Beyond the limit, at inf and at NaN, the C
-// library's, as for f32.
+// (a pair of doubles) by pi/2 in fdlibm's four parts (kPio2F64), three of 33 bits (each times k
+// exact for |k| < 2^20, x - k p1 exact by cancellation) and the rest by exact two-sums, 152 bits
+// of pi/2 in all; then fdlibm's __kernel_sin and __kernel_cos on (y0, y1) and their
+// coefficients (kSinF64: S1, then S2..S6; kCosF64: C1..C6), both computed and the quadrant's
+// chosen: within 1 ulp. Beyond the limit, at inf and at NaN, the C library's, as for f32.
+// The constants are shared with the ONNX exporter (src/backends/onnx/onnx_float_math.cpp).
 constexpr double kTrigReducedLimitF64 = 0x1p20;
+inline constexpr double kPio2F64[] = {0x1.921fb544p+0, 0x1.0b4611a6p-34, 0x1.3198a2ep-69, 0x1.b839a252049c1p-104};
+inline constexpr double kSinF64S1 = -1.66666666666666324348e-01;
+inline constexpr double kSinF64[] = {8.33333333332248946124e-03, -1.98412698298579493134e-04, 2.75573137070700676789e-06,
+                                     -2.50507602534068634195e-08, 1.58969099521155010221e-10};
+inline constexpr double kCosF64Low[] = {4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05};
+inline constexpr double kCosF64High[] = {-2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11};
 inline void two_sum(double a, double b, double& sum, double& err) {
     sum = a + b;
     const double bb = sum - a;
     err = (a - (sum - bb)) + (b - bb);
 }
 inline void sin_cos_reduced(double x, double& s, double& c, std::uint64_t& quadrant) {
-    constexpr double kRound = 6755399441055744.0;
-    const double t = x * 0x1.45f306dc9c883p-1 + kRound, k = t - kRound;
+    const double t = x * kTwoOverPi + kRoundToInteger, k = t - kRoundToInteger;
     quadrant = std::bit_cast<std::uint64_t>(t);
     double s1, e1, s2, e2, y0, y1;
-    two_sum(x - k * 0x1.921fb544p+0, -(k * 0x1.0b4611a6p-34), s1, e1);
-    two_sum(s1, -(k * 0x1.3198a2ep-69), s2, e2);
-    two_sum(s2, (e1 + e2) - k * 0x1.b839a252049c1p-104, y0, y1);
+    two_sum(x - k * kPio2F64[0], -(k * kPio2F64[1]), s1, e1);
+    two_sum(s1, -(k * kPio2F64[2]), s2, e2);
+    two_sum(s2, (e1 + e2) - k * kPio2F64[3], y0, y1);
     const double z = y0 * y0, v = z * y0, w = z * z;
-    const double rs = 8.33333333332248946124e-03 +
-                      z * (-1.98412698298579493134e-04 +
-                           z * (2.75573137070700676789e-06 + z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)));
-    s = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * -1.66666666666666324348e-01);
-    const double rc = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * 2.48015872894767294178e-05)) +
-                      w * w * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11));
+    const double rs = horner(kSinF64, z);
+    s = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * kSinF64S1);
+    const double rc = z * horner(kCosF64Low, z) + w * w * horner(kCosF64High, z);
     const double hz = 0.5 * z, one_minus = 1.0 - hz;
     c = one_minus + (((1.0 - one_minus) - hz) + (z * rc - y0 * y1));
 }

@@ -60,14 +60,6 @@ inline constexpr double kErfcFarS[] = {3.03380607434824582924e+01, 3.25792512996
                                        3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
                                        -2.24409524465858183362e+01};
 
-// c[0] + z (c[1] + z (... + z c[N-1])), in that order.
-template <std::size_t N> [[gnu::always_inline]] inline double horner(const double (&c)[N], double z) {
-    double r = c[N - 1];
-#pragma GCC unroll 16
-    for (int k = static_cast<int>(N) - 2; k >= 0; --k) r = c[k] + z * r;
-    return r;
-}
-
 // erf(a) = a + a y for 0 <= a < 0.84375, y = P(a^2) / Q(a^2) (fdlibm's pp and qq), Q = 1 + q:
 // y = P - P q / (1 + q), whose rounding shrinks with a (P / Q rounds 1 + q first: 2^-51 of y).
 inline double erf_near_ratio(double a) {

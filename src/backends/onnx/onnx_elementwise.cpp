@@ -45,8 +45,6 @@ const char* direct_op(Op op) {
         case Op::Log: return "Log";
         case Op::Sqrt: return "Sqrt";
         case Op::Tanh: return "Tanh";
-        case Op::Sin: return "Sin";
-        case Op::Cos: return "Cos";
         case Op::Floor: return "Floor";
         case Op::Ceil: return "Ceil";
         case Op::Pow: return "Pow";
@@ -63,14 +61,21 @@ const char* direct_op(Op op) {
                           "two instead"));
 }
 
+// Where d != 0, by a condition the runtime's optimizer keeps: x (which may be -0) then comes
+// through Where's false branch (onnxruntime 1.32 gives +0 for a -0 in its true branch, and
+// swaps the branches of Where(Not(c), a, b)).
+std::string nonzero(GraphWriter& g, const std::string& d, DType t) {
+    return g.op("Greater", {g.op("Abs", {d}), g.scalar(t, 0.0, 0, true)});
+}
+
 // log(1 + x) to full relative precision with ONNX's Log (Goldberg): u = 1 + x rounds, and
 // log(u) * (x / (u - 1)) corrects for it (the ratio first: log(u) * x overflows for x near the
 // largest float); x itself where u rounds to 1, log(u) where u is inf.
 std::string log1p(GraphWriter& g, const std::string& x, DType t) {
-    std::string one = g.scalar(t, 1.0, 1, true), zero = g.scalar(t, 0.0, 0, true);
+    std::string one = g.scalar(t, 1.0, 1, true);
     std::string u = g.op("Add", {x, one}), d = g.op("Sub", {u, one}), log_u = g.op("Log", {u});
     std::string ratio = g.op("Mul", {log_u, g.op("Div", {x, d})});
-    std::string r = g.op("Where", {g.op("Equal", {d, zero}), x, ratio});
+    std::string r = g.op("Where", {nonzero(g, d, t), ratio, x});
     return g.op("Where", {g.op("IsInf", {u}), log_u, r});
 }
 
@@ -82,7 +87,7 @@ std::string expm1(GraphWriter& g, const std::string& x, DType t) {
     std::string u = g.op("Exp", {x}), d = g.op("Sub", {u, one});
     std::string r = g.op("Mul", {d, g.op("Div", {x, g.op("Log", {u})})});
     r = g.op("Where", {g.op("Equal", {d, minus_one}), minus_one, r});
-    r = g.op("Where", {g.op("Equal", {u, one}), x, r});
+    r = g.op("Where", {nonzero(g, d, t), r, x});
     return g.op("Where", {g.op("IsInf", {u}), u, r});
 }
 
@@ -176,6 +181,9 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
         case Op::Erf: return t == DType::F64 ? erf_f64(g, in[0]) : g.op("Erf", in);
         case Op::Erfc: return erfc_of(g, in[0], t);
         case Op::Atan: return atan_of(g, in[0], t);
+        // onnxruntime's f64 Sin and Cos are hundreds of ulps off: scanc's formula there.
+        case Op::Sin: return t == DType::F64 ? sin_cos_f64(g, in[0], false) : g.op("Sin", in);
+        case Op::Cos: return t == DType::F64 ? sin_cos_f64(g, in[0], true) : g.op("Cos", in);
         case Op::Atan2: return atan2(g, in[0], in[1], t);
         case Op::Expm1: return expm1(g, in[0], t);
         case Op::Rsqrt: return g.op("Reciprocal", {g.op("Sqrt", in)});

@@ -1,7 +1,8 @@
-// scanc's own erf, erfc and atan (src/ir/float_math_erf_atan.h) as ONNX arithmetic, by the
-// reference's formulas and coefficients, where ONNX or onnxruntime lacks them: ONNX has no Erfc
-// (1 - Erf is 0 once erf rounds to 1, from 3.9 on, where erfc is 3e-8), and onnxruntime has no
-// f64 Erf or Atan. Narrower floats compute in f64 and round once, as the reference does.
+// scanc's own erf, erfc, atan (src/ir/float_math_erf_atan.h), sin and cos (float_math.h) as
+// ONNX arithmetic, by the reference's formulas and coefficients, where ONNX or onnxruntime lacks
+// them: ONNX has no Erfc (1 - Erf is 0 once erf rounds to 1, from 3.9 on, where erfc is 3e-8),
+// onnxruntime has no f64 Erf or Atan, and its f64 Sin and Cos are hundreds of ulps off (sin(pi)
+// is -0 there). Narrower floats compute in f64 and round once, as the reference does.
 // What differs from the reference: erfc's exponent is carried as a rounded sum s and its exact
 // error e, and exp(s + e) is the runtime's Exp(s) times (1 + e), where the reference reduces the
 // exponential itself; a few f64 ulps instead of one.
@@ -78,6 +79,39 @@ std::string erfc_tail(F64Graph& f, const std::string& x) {
 }
 
 }  // namespace
+
+// sin_cos_reduced and trig_reduced (src/ir/float_math.h) for |x| <= kTrigReducedLimitF64: k =
+// round(x 2/pi), x - k pi/2 = y0 + y1 exactly enough, fdlibm's kernels on the pair, quadrant
+// (k + turns) mod 4; sin is x itself below 2^-26 (which keeps -0). Beyond the limit, and at inf
+// and NaN, the runtime's Sin or Cos, as the reference takes the C library's there.
+std::string sin_cos_f64(GraphWriter& g, const std::string& x, bool cosine) {
+    F64Graph f(g);
+    const std::string k = f.sub(f.add(f.mul(x, f.c(kTwoOverPi)), f.c(kRoundToInteger)), f.c(kRoundToInteger));
+    std::string s1, e1, s2, e2, y0, y1;
+    f.two_sum(f.sub(x, f.mul(k, f.c(kPio2F64[0]))), f.op("Neg", f.mul(k, f.c(kPio2F64[1]))), s1, e1);
+    f.two_sum(s1, f.op("Neg", f.mul(k, f.c(kPio2F64[2]))), s2, e2);
+    f.two_sum(s2, f.sub(f.add(e1, e2), f.mul(k, f.c(kPio2F64[3]))), y0, y1);
+    const std::string z = f.mul(y0, y0), v = f.mul(z, y0), w = f.mul(z, z);
+    const std::string s = f.sub(y0, f.sub(f.sub(f.mul(z, f.sub(f.mul(f.c(0.5), y1), f.mul(v, f.horner(kSinF64, z)))), y1),
+                                          f.mul(v, f.c(kSinF64S1))));
+    const std::string rc = f.add(f.mul(z, f.horner(kCosF64Low, z)), f.mul(f.mul(w, w), f.horner(kCosF64High, z)));
+    const std::string hz = f.mul(f.c(0.5), z), one_minus = f.sub(f.c(1.0), hz);
+    const std::string c = f.add(one_minus, f.add(f.sub(f.sub(f.c(1.0), one_minus), hz), f.sub(f.mul(z, rc), f.mul(y0, y1))));
+    // The quadrant as an integer; |k| <= 2^20 * 2/pi within the limit, and 0 beyond it (the
+    // runtime's value is taken there), so that the cast is always defined.
+    const std::string a = f.op("Abs", x), within = f.op("LessOrEqual", a, f.c(kTrigReducedLimitF64));
+    const std::string k_int = g.cast(f.select(within, k, f.c(0.0)), DType::I64);
+    auto* quadrant_node = g.add("Mod", {g.op("Add", {k_int, g.scalar(DType::I64, 0, cosine ? 1 : 0, false)}),
+                                        g.scalar(DType::I64, 0, 4, false)},
+                                {g.fresh("quadrant")});
+    const std::string quadrant = quadrant_node->output(0);
+    auto quadrant_at_least = [&](std::int64_t q) { return g.op("GreaterOrEqual", {quadrant, g.scalar(DType::I64, 0, q, false)}); };
+    const std::string odd = g.op("Equal", {g.op("Mod", {quadrant, g.scalar(DType::I64, 0, 2, false)}), g.scalar(DType::I64, 0, 1, false)});
+    // The quadrant's sign by a product, and r (which may be -0) through Where's false branches.
+    std::string r = f.mul(f.select(odd, c, s), f.select(quadrant_at_least(2), f.c(-1.0), f.c(1.0)));
+    if (!cosine) r = f.select(f.op("GreaterOrEqual", a, f.c(0x1p-26)), r, x);
+    return f.select(f.op("Greater", a, f.c(kTrigReducedLimitF64)), f.op(cosine ? "Cos" : "Sin", x), r);
+}
 
 // atan_f64: fdlibm's reduction of |x| to t = num / den, |t| <= 7/16, atan(|x|) = atan(c) +
 // atan(t) with atan(c) = hi + lo, then x's sign. (The reference's pairs num_err and den_err are

@@ -1,10 +1,12 @@
-"""erf, erfc, atan and atan2 exported to ONNX (docs/semantics.md): ONNX's Erf and Atan at f32,
-the reference's formulas in graph arithmetic for every erfc (ONNX has no Erfc, and 1 - Erf
-loses the tail) and for f64 erf and atan (onnxruntime has no f64 kernels for them), and atan2
-from atan of |y| / x with the quadrant, signed zeros and infinities set around it. Each program runs on the reference and through onnxruntime, against
-Python's math.erf and math.erfc (f32 results; the f64 reference is checked against long double
-in tests/ir, and glibc's f64 erfc, which math.erfc calls, is itself several ulps off), the
-reference itself, and NumPy's long double arctan and arctan2."""
+"""scanc's floating-point functions exported to ONNX (docs/semantics.md): ONNX's Erf and Atan at
+f32, the reference's formulas in graph arithmetic for every erfc (ONNX has no Erfc, and 1 - Erf
+loses the tail) and for f64 erf, atan, sin and cos (onnxruntime has no f64 Erf or Atan, and its
+f64 Sin and Cos are hundreds of ulps off), atan2 from atan of |y| / x with the quadrant, signed
+zeros and infinities set around it, and log1p and expm1 with the sign of zero. Each program runs
+on the reference and through onnxruntime, against Python's math.erf and math.erfc (f32 results;
+the f64 reference is checked against long double in tests/ir, and glibc's f64 erfc, which
+math.erfc calls, is itself several ulps off), the reference itself, and NumPy's long double
+arctan and arctan2."""
 import math
 
 import numpy as np
@@ -127,3 +129,37 @@ def test_atan2_exports_with_cs_quadrants_signed_zeros_and_infinities(tmp_path, d
     assert np.array_equal(np.signbit(got[edge]), np.signbit(rounded[edge]))
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert ulps(got).max() <= (4 if dtype == np.float32 else 2)
+
+
+def trig_values(dtype, rng):
+    """values(), draws from [-10, 10], the multiples of pi/2 to +-20 pi (sin(pi) is 1.2e-16,
+    not 0), and both sides of the formula's limit 2^20."""
+    return np.concatenate([values(dtype, rng), rng.uniform(-10, 10, 20000), np.arange(-40, 41) * (np.pi / 2),
+                           [2.0**20, np.nextafter(2.0**20, 4.0**20), -(2.0**20), 1e300]]).astype(dtype)
+
+
+@pytest.mark.parametrize("fn", ["sin", "cos"])
+def test_f64_sin_and_cos_export_as_the_references_formula(tmp_path, fn):
+    """onnxruntime's f64 Sin and Cos are hundreds of ulps off (sin(pi) is -0 there): within
+    |x| <= 2^20 the export is the reference's reduction and kernels in graph arithmetic, which
+    gives the reference's bits, sign of zero included; beyond, both take a library's function
+    (within 2 ulps of each other)."""
+    x = trig_values(np.float64, np.random.default_rng(7))
+    ref, got = export(tmp_path, np.float64, f"{fn}(x)", {"x": x})
+    within = np.abs(x) <= 2.0**20
+    assert np.array_equal(got[within], ref[within], equal_nan=True)
+    assert np.array_equal(np.signbit(got[within]), np.signbit(ref[within]))
+    assert ulps_from(got[~within], ref[~within]).max() <= 2
+    if fn == "sin":
+        assert got[x == np.float64(np.pi)][0] == np.sin(np.pi)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("fn", ["log1p", "expm1"])
+def test_log1p_and_expm1_keep_the_sign_of_zero(tmp_path, dtype, fn):
+    """x itself where 1 + x or e^x rounds to 1 comes through Where's false branch (onnxruntime
+    gives +0 for a -0 in its true branch)."""
+    x = np.array([-0.0, 0.0, -1e-30, 1e-30, -0.5, 0.5], dtype)
+    ref, got = export(tmp_path, dtype, f"{fn}(x)", {"x": x})
+    assert np.array_equal(np.signbit(got), np.signbit(x))
+    np.testing.assert_allclose(got, ref, rtol=4 * np.finfo(dtype).eps, atol=0)
