@@ -347,28 +347,29 @@ inline double expm1_f64(double x) {
     return x != x ? x : tiny;
 }
 
+// c[0] + z (c[1] + z (... + z c[N-1])), in that order.
+template <std::size_t N> [[gnu::always_inline]] inline double horner(const double (&c)[N], double z) {
+    double r = c[N - 1];
+#pragma GCC unroll 16
+    for (int k = static_cast<int>(N) - 2; k >= 0; --k) r = c[k] + z * r;
+    return r;
+}
+
 // tanh of an f64: x + x^3 P(x^2) below 0.625 (a degree-11 fit in x^2, least squares on
 // Chebyshev nodes, 2^-56 relative; scripts/fit_tanh_poly.py prints these coefficients),
 // 1 - 2 / (expm1(2|x|) + 2) above (1 once expm1 overflows), the sign of x. fdlibm's
 // -t / (t + 2) with t = expm1(-2|x|) below 1 reads 2 ulp; the polynomial keeps its rounding
 // error in a term under x / 7. Both forms computed. Within 1 ulp.
+inline constexpr double kTanhF64[] = {-0.3333333333333331,     0.1333333333332957,    -0.05396825396597651,
+                                      0.021869488466722938,   -0.008863234284130923, 0.0035921137418269277,
+                                      -0.001455724403739675,  0.0005894456214566338, -0.00023699538163262211,
+                                      9.153093608172281e-05,  -3.0160663062913175e-05, 6.03122660263008e-06};
+inline constexpr double kTanhF64Near = 0.625;
 inline double tanh_f64(double x) {
     const double a = std::fabs(x), z = a * a;
-    double p = 6.03122660263008e-06;
-    p = p * z + -3.0160663062913175e-05;
-    p = p * z + 9.153093608172281e-05;
-    p = p * z + -0.00023699538163262211;
-    p = p * z + 0.0005894456214566338;
-    p = p * z + -0.001455724403739675;
-    p = p * z + 0.0035921137418269277;
-    p = p * z + -0.008863234284130923;
-    p = p * z + 0.021869488466722938;
-    p = p * z + -0.05396825396597651;
-    p = p * z + 0.1333333333332957;
-    p = p * z + -0.3333333333333331;
-    const double near = a + a * (z * p);
+    const double near = a + a * (z * horner(kTanhF64, z));
     const double far = 1.0 - 2.0 / (expm1_f64(2.0 * a) + 2.0);
-    const double s = std::copysign(a < 0.625 ? near : far, x);
+    const double s = std::copysign(a < kTanhF64Near ? near : far, x);
     return x != x ? x : s;
 }
 
@@ -414,14 +415,6 @@ inline void sin_cos_reduced(float x, double& s, double& c, std::uint64_t& quadra
     c = ((1.0 + z * -0x1.ffffffd0c5e81p-2) + w * 0x1.55553e1053a42p-5) +
         w * z * (-0x1.6c087e80f1e27p-10 + z * 0x1.99342e0ee5069p-16);
 }
-// c[0] + z (c[1] + z (... + z c[N-1])), in that order.
-template <std::size_t N> [[gnu::always_inline]] inline double horner(const double (&c)[N], double z) {
-    double r = c[N - 1];
-#pragma GCC unroll 16
-    for (int k = static_cast<int>(N) - 2; k >= 0; --k) r = c[k] + z * r;
-    return r;
-}
-
 // sin and cos of an f64 where |x| <= kTrigReducedLimitF64: k as for f32, x - k pi/2 = y0 + y1
 // (a pair of doubles) by pi/2 in fdlibm's four parts (kPio2F64), three of 33 bits (each times k
 // exact for |k| < 2^20, x - k p1 exact by cancellation) and the rest by exact two-sums, 152 bits

@@ -110,6 +110,57 @@ def test_float_to_integer_casts_saturate_and_take_nan_to_zero(tmp_path, to, sour
     assert np.array_equal(got, ref)
 
 
+def near_midpoints(narrow, rng, n=3000):
+    """f64 values at, just above and just below midpoints between neighbouring values of
+    `narrow` (np.float16, or bf16 as the f32 values whose low 16 bits are 0), of every binade,
+    subnormals and the overflow edge included, and the special values."""
+    if narrow is np.float16:
+        grid = rng.integers(0, 0x7C00, n, dtype=np.uint16).view(np.float16).astype(np.float64)
+        up = np.nextafter(grid.astype(np.float16), np.float16(np.inf)).astype(np.float64)
+    else:
+        bits = rng.integers(0, 0x7F80, n, dtype=np.uint32) << 16
+        grid = bits.view(np.float32).astype(np.float64)
+        up = ((bits + 0x10000) & 0xFFFFFFFF).view(np.float32).astype(np.float64)
+    mid = (grid + up) / 2  # exact: one more bit than the narrow dtype's
+    nudge = np.abs(mid) * 2.0**-40
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 65520.0, 65519.99, 2.0**-25, 2.0**-25 + 2.0**-60, 1e300]
+    values = np.concatenate([mid, mid + nudge, mid - nudge, grid, special])
+    return np.concatenate([values, -values])
+
+
+@pytest.mark.parametrize("narrow,name", [(np.float16, "f16"), ("bf16", "bf16")])
+def test_f64_cast_into_f16_and_bf16_rounds_once(tmp_path, narrow, name):
+    """onnxruntime casts through f32, which rounds twice at the narrow dtype's midpoints: the
+    export rounds to the narrow grid first, so that every value matches the reference's one
+    rounding (ties to even), signs of zero and the overflow to inf included."""
+    x = near_midpoints(narrow, np.random.default_rng(9))
+    text = f"program p(x: f64[T]) {{\n  return f32({name}(x))\n}}\n"
+    ref, got = reference_and_onnx(tmp_path, text, {"x": x}, *HS, "--size", f"T={len(x)}")
+    assert np.array_equal(got, ref, equal_nan=True)
+    assert np.array_equal(np.signbit(got[~np.isnan(x)]), np.signbit(ref[~np.isnan(x)]))
+
+
+@pytest.mark.parametrize("source", [np.int32, np.int64])
+def test_integer_cast_into_bf16_rounds_once(tmp_path, source):
+    """Integers beyond 2^24 round in f32 first on onnxruntime's way to bf16: the export converts
+    them to f64 (exactly up to 2^53) and rounds from there once, as the reference does (an i64
+    beyond 2^53, just past a midpoint, rounds in f64 first there too)."""
+    info, rng = np.iinfo(source), np.random.default_rng(10)
+    shift = rng.integers(8, 31 if source is np.int32 else 62, 2000)
+    top = (rng.integers(128, 256, 2000) * 2 + 1).astype(object)  # 8 bits, then a midpoint's 1
+    low = [int(rng.integers(-1, 2)) for _ in range(2000)]  # at, above or below the midpoint
+    draws = [(t << int(k - 8)) + (d if k > 8 else 0) for t, k, d in zip(top, shift, low)]
+    x = [v for v in draws if v <= info.max] + [info.max, info.min, info.min + 1, 0, 1, -1,
+                                               2**24 + 2**16 + 1, 2**24 + 2**16]
+    if source is np.int64:
+        x += [2**62 + 2**54 + 1, 2**62 + 2**54, 2**62 + 2**54 - 1]
+    x = np.array(x + [-v for v in x if v > info.min], source)
+    name = "i32" if source is np.int32 else "i64"
+    text = f"program p(x: {name}[T]) {{\n  return f32(bf16(x))\n}}\n"
+    ref, got = reference_and_onnx(tmp_path, text, {"x": x}, *HS, "--size", f"T={len(x)}")
+    assert np.array_equal(got, ref)
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("fn,values", [
     ("expm1", [1e-8, 3e-8, -2e-8, 1e-3, 30.0, -40.0]),

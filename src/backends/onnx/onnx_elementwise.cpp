@@ -44,7 +44,6 @@ const char* direct_op(Op op) {
         case Op::Exp: return "Exp";
         case Op::Log: return "Log";
         case Op::Sqrt: return "Sqrt";
-        case Op::Tanh: return "Tanh";
         case Op::Floor: return "Floor";
         case Op::Ceil: return "Ceil";
         case Op::Pow: return "Pow";
@@ -180,6 +179,7 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
         // ONNX's Erf where onnxruntime has a kernel (f32); scanc's formulas elsewhere.
         case Op::Erf: return t == DType::F64 ? erf_f64(g, in[0]) : g.op("Erf", in);
         case Op::Erfc: return erfc_of(g, in[0], t);
+        case Op::Tanh: return tanh_of(g, in[0], t);
         case Op::Atan: return atan_of(g, in[0], t);
         // onnxruntime's f64 Sin and Cos are hundreds of ulps off: scanc's formula there.
         case Op::Sin: return t == DType::F64 ? sin_cos_f64(g, in[0], false) : g.op("Sin", in);
@@ -210,6 +210,7 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
 // A cast as scalar_eval defines it: float -> integer truncates, saturates out of range and
 // takes NaN to 0, where ONNX's Cast leaves those undefined (onnxruntime wraps).
 std::string cast_saturating(GraphWriter& g, const GraphWriter::Value& x, DType to) {
+    if (to == DType::F16 || to == DType::BF16) return cast_rounded_once(g, x.name, x.dtype, to);
     if (!is_float(x.dtype) || is_float(to) || to == DType::Bool) return g.cast(x.name, to);
     const DType f = compute_dtype(x.dtype);
     const std::string v = f == x.dtype ? x.name : g.cast(x.name, f);

@@ -1,12 +1,15 @@
-// scanc's own erf, erfc, atan (src/ir/float_math_erf_atan.h), sin and cos (float_math.h) as
-// ONNX arithmetic, by the reference's formulas and coefficients, where ONNX or onnxruntime lacks
-// them: ONNX has no Erfc (1 - Erf is 0 once erf rounds to 1, from 3.9 on, where erfc is 3e-8),
-// onnxruntime has no f64 Erf or Atan, and its f64 Sin and Cos are hundreds of ulps off (sin(pi)
-// is -0 there). Narrower floats compute in f64 and round once, as the reference does.
-// What differs from the reference: erfc's exponent is carried as a rounded sum s and its exact
-// error e, and exp(s + e) is the runtime's Exp(s) times (1 + e), where the reference reduces the
-// exponential itself; a few f64 ulps instead of one.
+// scanc's own erf, erfc, atan (src/ir/float_math_erf_atan.h), sin, cos and tanh (float_math.h)
+// as ONNX arithmetic, by the reference's formulas and coefficients, where ONNX or onnxruntime
+// lacks them: ONNX has no Erfc (1 - Erf is 0 once erf rounds to 1, from 3.9 on, where erfc is
+// 3e-8), onnxruntime has no f64 Erf or Atan, its f64 Sin and Cos are hundreds of ulps off
+// (sin(pi) is -0 there) and its Tanh is far off on subnormals. Narrower floats compute in f64
+// and round once, as the reference does. What differs from the reference: the exponentials are
+// the runtime's Exp (erfc's of a rounded exponent s, times 1 + its exact error e), where the
+// reference reduces them itself; a few f64 ulps instead of one.
 #include "onnx_graph.h"
+
+#include <cmath>
+#include <numbers>
 
 #include "../../ir/float_math_erf_atan.h"
 
@@ -111,6 +114,56 @@ std::string sin_cos_f64(GraphWriter& g, const std::string& x, bool cosine) {
     std::string r = f.mul(f.select(odd, c, s), f.select(quadrant_at_least(2), f.c(-1.0), f.c(1.0)));
     if (!cosine) r = f.select(f.op("GreaterOrEqual", a, f.c(0x1p-26)), r, x);
     return f.select(f.op("Greater", a, f.c(kTrigReducedLimitF64)), f.op(cosine ? "Cos" : "Sin", x), r);
+}
+
+// tanh_f64 and tanh_f32 (float_math.h): at f64 x + x^3 P(x^2) below kTanhF64Near, and 1 - 2 /
+// (e^2|x| + 1) above (the reference's expm1(2|x|) + 2); f32 (and narrower) in f64, x - x^3/3
+// below 2^-10 and (1 - e) / (1 + e), e = e^-2|x|, above, rounded once; then x's sign. The
+// runtime's Exp for the reference's: f32 within an ulp of it, f64 within a few. (ONNX's Tanh
+// is 81 ulps off on f32 subnormals and reaches 1 early.)
+std::string tanh_of(GraphWriter& g, const std::string& x_in, DType t) {
+    F64Graph f(g);
+    const std::string x = t == DType::F64 ? x_in : g.cast(x_in, DType::F64);
+    const std::string a = f.op("Abs", x), two_a = f.mul(f.c(2.0), a);
+    std::string v;
+    if (t == DType::F64) {
+        const std::string z = f.mul(a, a), near = f.add(a, f.mul(a, f.mul(z, f.horner(kTanhF64, z))));
+        const std::string far = f.sub(f.c(1.0), f.div(f.c(2.0), f.add(f.op("Exp", two_a), f.c(1.0))));
+        v = f.select(f.less(a, f.c(kTanhF64Near)), near, far);
+    } else {
+        const std::string near = f.sub(a, f.mul(f.mul(a, f.mul(a, a)), f.c(1.0 / 3.0)));
+        const std::string e = f.op("Exp", f.op("Neg", two_a));
+        v = f.select(f.less(a, f.c(0x1p-10)), near, f.div(f.sub(f.c(1.0), e), f.add(f.c(1.0), e)));
+    }
+    const std::string r = f.select(f.op("IsNaN", x), x, f.mul(v, f.sign_of(x)));
+    return t == DType::F64 ? r : g.cast(r, t);
+}
+
+// A cast to f16 or bf16 rounded once, as the reference rounds it. onnxruntime converts through
+// f32, which rounds a second time wherever its first rounding lands on a midpoint of the
+// narrow dtype (f16(1 + 2^-11 + 2^-40) came out 1; 65520 - 1e-9 inf): sources that f32 does
+// not hold exactly (f64, and i32 and i64 into bf16; integers convert to f64 first, as in the
+// reference) are rounded to the narrow dtype's grid in f64 first, (|x| + C) - C with C = 1.5 x
+// 2^52 q for the spacing q of |x|'s binade (its exponent from Log, corrected by exact powers of
+// two), and the cast is then exact.
+std::string cast_rounded_once(GraphWriter& g, const std::string& x, DType from, DType to) {
+    const bool f16 = to == DType::F16;
+    const bool double_rounds = from == DType::F64 || (!f16 && (from == DType::I32 || from == DType::I64));
+    if (!double_rounds) return g.cast(x, to);
+    F64Graph f(g);
+    const int digits = f16 ? 11 : 8, min_exponent = f16 ? -14 : -126, max_exponent = f16 ? 15 : 127;
+    const std::string v = from == DType::F64 ? x : g.cast(x, DType::F64);
+    const std::string a = f.op("Abs", v);
+    // e = floor(log2 |v|) within [min_exponent, max_exponent + 1] (below: the subnormals'
+    // fixed spacing; above: rounds to inf)
+    const std::string clamped = f.op("Min", f.op("Max", a, f.c(std::ldexp(1.0, min_exponent))), f.c(std::ldexp(1.0, max_exponent + 1)));
+    std::string e = f.op("Floor", f.mul(f.op("Log", clamped), f.c(1.0 / std::numbers::ln2)));
+    auto power = [&](const std::string& k) { return f.op("Pow", f.c(2.0), k); };
+    e = f.sub(e, g.cast(f.op("Greater", power(e), clamped), DType::F64));
+    e = f.add(e, g.cast(f.op("LessOrEqual", power(f.add(e, f.c(1.0))), clamped), DType::F64));
+    const std::string q = power(f.sub(e, f.c(digits - 1.0))), big = f.mul(q, f.c(0x1.8p52));
+    const std::string r = f.sub(f.add(a, big), big);
+    return g.cast(f.select(f.op("IsNaN", v), v, f.mul(r, f.sign_of(v))), to);
 }
 
 // atan_f64: fdlibm's reduction of |x| to t = num / den, |t| <= 7/16, atan(|x|) = atan(c) +

@@ -58,12 +58,17 @@ private:
 // x < 0 or 1 / x < 0: set for negatives, -0 and -inf (ONNX has no CopySign).
 std::string sign_bit(GraphWriter& g, const std::string& x, DType t);
 
-// erf, atan, sin or cos of an f64 value, and erfc of a value of float dtype t, by the reference's
+// erf, atan, sin or cos of an f64 value, and erfc and tanh of a value of float dtype t, by the reference's
 // formulas (onnx_float_math.cpp).
 std::string erf_f64(GraphWriter& g, const std::string& x);
 std::string atan_f64(GraphWriter& g, const std::string& x);
 std::string sin_cos_f64(GraphWriter& g, const std::string& x, bool cosine);
 std::string erfc_of(GraphWriter& g, const std::string& x, DType t);
+std::string tanh_of(GraphWriter& g, const std::string& x, DType t);
+
+// x of dtype `from` cast to `to`, rounded once where onnxruntime's cast rounds twice (into f16
+// or bf16 from f64, i32 or i64).
+std::string cast_rounded_once(GraphWriter& g, const std::string& x, DType from, DType to);
 
 // Emits one elementwise IR node (its inputs already emitted). CompileError for ops with no ONNX
 // form at these dtypes.
