@@ -54,6 +54,18 @@ UNARY = {
     "hardshrink": (lambda x: x.hardshrink(0.7), True, FLOATS),
     "threshold": (lambda x: F.threshold(x, 0.5, -3), True, FLOATS + INTEGERS),  # -3 is 253 in u8
     "softplus beta 2": (lambda x: F.softplus(x, beta=2.0, threshold=10.0), False, FLOATS),
+    "softplus": (F.softplus, False, FLOATS),  # its default threshold 20 shows in f64
+    # pow by the exponents torch computes otherwise (sqrt(-0) is -0, sqrt(-inf) NaN, x x x
+    # rounds twice); torch's CPU kernel for f16 takes pow itself, its CUDA one these forms.
+    "pow 0.5": (lambda x: x ** 0.5, True, [torch.float64, torch.bfloat16]),
+    "pow 0.5 in f32": (lambda x: x ** 0.5, False, [torch.float32]),  # torch's f32 sqrt: an ulp
+    "pow -0.5": (lambda x: torch.pow(x, -0.5), True, [torch.float32, torch.float64, torch.bfloat16]),
+    "pow 2": (lambda x: x ** 2.0, True, FLOATS),
+    "pow 3": (lambda x: x.pow(3), True, [torch.float32, torch.float64]),
+    "pow 3 in bf16": (lambda x: x.pow(3), False, [torch.bfloat16]),  # torch rounds x x first
+    "pow -1": (lambda x: x ** -1, True, FLOATS),
+    "pow -2": (lambda x: x ** -2, True, [torch.float32, torch.float64]),
+    "pow -2 in bf16": (lambda x: x ** -2, False, [torch.bfloat16]),
     "sinh": (torch.sinh, False, ANY),
     "cosh": (torch.cosh, False, ANY),
     "tan": (torch.tan, False, ANY),
@@ -83,6 +95,13 @@ def test_an_activation_or_function_gives_torch_s_value_on_awkward_values(name, d
     if name in ("softsign", "tanhshrink") and dtype in (torch.float16, torch.bfloat16):
         want = fn(x[1:].float()).to(dtype)  # torch rounds between its Python-level ops
     assert_same(images(fn, x), want, exact)
+
+
+def test_softplus_past_its_default_threshold_is_x_itself_in_f64():
+    # torch returns x beyond beta x > 20; scanc's native softplus would add log1p(e^-x), which
+    # only f64 can hold (7.6e-10 at 21).
+    x = torch.tensor([0.0, 19.5, 20.0, 21.0, 25.0, 700.0, -30.0], dtype=torch.float64)
+    assert torch.equal(images(F.softplus, x), F.softplus(x[1:]))
 
 
 BINARY = {  # name: (fn, exact, dtypes)

@@ -71,6 +71,24 @@ def test_closure_tensors_broadcast_against_one_slice_of_the_leaves(tau_shape):
     torch.testing.assert_close(y, loops.loop_scan(smooth_max, x, 1, reverse=True))
 
 
+def test_a_value_computed_from_a_closure_tensor_at_each_use_is_one_captured_value():
+    # log_tau.exp() is a new tensor at each of its three uses; taken as three captured values,
+    # the associativity check drew them apart and refused the combine.
+    x = randn(3, 9, dtype=torch.float64)
+    log_tau = randn(3, seed=5, dtype=torch.float64)
+    tau = log_tau.exp()[:, None]
+    y = st.associative_scan(lambda a, b: log_tau.exp() * torch.logaddexp(a / log_tau.exp(), b / log_tau.exp()), x, 1)
+    torch.testing.assert_close(y, tau * torch.logcumsumexp(x / tau, 1))
+
+
+def test_closure_tensors_of_equal_values_but_other_signs_of_zero_stay_apart():
+    # 1 / +0 and 1 / -0 differ, so the two captured values must not be merged.
+    x = torch.tensor([[1.0, 2.0, 3.0]])
+    plus, minus = torch.tensor([0.0]), torch.tensor([-0.0])
+    y = st.associative_scan(lambda a, b: a + b + (1 / plus).clamp(max=1) + (1 / minus).clamp(min=-1), x, 1)
+    torch.testing.assert_close(y, x.cumsum(1))
+
+
 def test_integer_leaves_scan_exactly():
     x = torch.randint(-100, 100, (4, 50), generator=torch.Generator().manual_seed(4))
     torch.testing.assert_close(st.associative_scan(loops.add, x, 1), x.cumsum(1))

@@ -155,7 +155,10 @@ def _clamped_length(size, start: int, stop: int):
     else:
         length = sympy.Min(stop, expr) if stop >= 0 else sympy.Max(0, expr + stop)
     env = size.node.shape_env
-    hint = env.size_hint(length, allow_none=True)
+    if hasattr(env, "has_guarding_hint"):  # torch 2.13 (size_hint, deprecated there, before)
+        hint = env.guarding_hint_or_throw(length) if env.has_guarding_hint(length) else None
+    else:
+        hint = env.size_hint(length, allow_none=True)
     return env.create_symintnode(length, hint=None if hint is None else int(hint))
 
 

@@ -261,6 +261,22 @@ def _result_type(*values) -> torch.dtype:
     return _join(ranks[2], _join(ranks[1], ranks[0]))
 
 
+def _same_value(c: torch.Tensor, v: torch.Tensor) -> bool:
+    """c and v hold the same values, signs of zero included (and dtype, shape, device), where
+    values are known: plain tensors outside Dynamo (fake and traced tensors have none). NaN
+    equals nothing, so captures holding one stay apart."""
+    plain = (torch.Tensor, torch.nn.Parameter)
+    if (type(c) not in plain or type(v) not in plain or torch.compiler.is_compiling()
+            or c.dtype != v.dtype or c.shape != v.shape or c.device != v.device):
+        return False
+    try:
+        if not torch.equal(c, v):
+            return False
+        return not v.is_floating_point() or torch.equal(torch.signbit(c), torch.signbit(v))
+    except RuntimeError:  # a tensor whose data a mode does not hand out
+        return False
+
+
 def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
     """v's name in the text, as `dtype` where given (casts for tensors, literals spelled for
     it; a symbolic number under Dynamo is captured as a zero-dim tensor of that dtype)."""
@@ -269,10 +285,11 @@ def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
             return v._name
         return _cast(rec, v, dtype)._name
     if isinstance(v, torch.Tensor):
-        # One captured value per tensor: the associativity check must see them equal.
+        # One captured value per tensor: the associativity check must see them equal. Eagerly,
+        # also one per value: `t.exp()` inside the combine is a new tensor at each use.
         index = None
         for i, c in enumerate(rec.captured):
-            if c is v:
+            if c is v or _same_value(c, v):
                 index = i
         if index is None:
             rec.captured.append(v)
@@ -466,7 +483,8 @@ def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
         return _shift(rec, op == "bitwise_left_shift", a, b, dtype)
     if op == "pow":
         if dtype in _FLOATS:
-            return _call(rec, "pow", [a, b], dtype, dtype)
+            special = _power_as_torch(rec, a, b, dtype)
+            return special if special is not None else _call(rec, "pow", [a, b], dtype, dtype)
         return _integer_power(rec, a, b, dtype)
     raise ValueError(f"associative_scan: internal error: unknown operation {op}")
 
@@ -500,6 +518,23 @@ def _as_tracer(rec: _Recorder, v, dtype: torch.dtype) -> Tracer:
     if not (name[0].isdigit() or name[0] == "("):  # a value's name, not a literal's digits
         return Tracer(rec, name, dtype)
     return _emit(rec, f"{DTYPE_NAMES[dtype]}({name})", dtype)
+
+
+# torch's pow of a tensor by these constant exponents computes the forms on the right (its CPU
+# and CUDA kernels), which differ from pow at signed zeros and infinities (sqrt(-0) is -0 and
+# sqrt(-inf) NaN, where pow gives +0 and inf) and in rounding (x x x rounds twice).
+_POWER_FORMS = {0.5: "sqrt({x})", -0.5: "rsqrt({x})", 2: "{x} * {x}", 3: "{x} * {x} * {x}",
+                -1: "1 / {x}", -2: "1 / ({x} * {x})"}
+
+
+def _power_as_torch(rec: _Recorder, a, b, dtype: torch.dtype) -> Tracer | None:
+    """a ** b as torch computes it for a traced float a and a constant exponent b it treats
+    specially; None for any other."""
+    if (not isinstance(a, Tracer) or isinstance(b, bool) or not isinstance(b, (int, float))
+            or _is_symbolic(b) or b not in _POWER_FORMS):
+        return None
+    x = _as_tracer(rec, a, dtype)
+    return _emit(rec, _POWER_FORMS[b].format(x=x._name), dtype)
 
 
 def _integer_power(rec: _Recorder, a, b, dtype: torch.dtype) -> Tracer:
@@ -629,7 +664,9 @@ def _apply(func, args, kwargs) -> Tracer:
                              "supported (as in torch)")
         beta = args[1] if len(args) > 1 else kwargs.get("beta", 1)
         threshold = args[2] if len(args) > 2 else kwargs.get("threshold", 20)
-        if beta != 1 or threshold != 20:  # scanc's softplus is torch's default one
+        # scanc's softplus is torch's default one but for its threshold, which only f64 sees
+        # (past 20 the correction is below half an f32 ulp of x)
+        if beta != 1 or threshold != 20 or _typeof(args[0])[0] == torch.float64:
             return _softplus_scaled(args[0], beta, threshold)
         args = args[:1]
     return _function(op, args)
