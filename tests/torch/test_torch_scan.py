@@ -81,6 +81,14 @@ def test_a_value_computed_from_a_closure_tensor_at_each_use_is_one_captured_valu
     torch.testing.assert_close(y, tau * torch.logcumsumexp(x / tau, 1))
 
 
+def test_a_view_of_a_closure_tensor_taken_at_each_use_is_one_captured_value():
+    x = randn(3, 9, dtype=torch.float64)
+    taus = randn(3, 2, seed=6, dtype=torch.float64).abs() + 0.5
+    y = st.associative_scan(lambda a, b: taus[:, 0] * torch.logaddexp(a / taus[:, 0], b / taus[:, 0]), x, 1)
+    tau = taus[:, :1]
+    torch.testing.assert_close(y, tau * torch.logcumsumexp(x / tau, 1))
+
+
 def test_closure_tensors_of_equal_values_but_other_signs_of_zero_stay_apart():
     # 1 / +0 and 1 / -0 differ, so the two captured values must not be merged.
     x = torch.tensor([[1.0, 2.0, 3.0]])

@@ -263,14 +263,17 @@ def _result_type(*values) -> torch.dtype:
 
 def _same_value(c: torch.Tensor, v: torch.Tensor) -> bool:
     """c and v hold the same values, signs of zero included (and dtype, shape, device), where
-    values are known: plain tensors outside Dynamo (fake and traced tensors have none). NaN
-    equals nothing, so captures holding one stay apart."""
+    that is known without waiting on a device: views of the same elements, or plain CPU tensors
+    outside Dynamo compared (fake and traced tensors have no values, and comparing CUDA ones
+    would synchronize every call). NaN equals nothing, so captures holding one stay apart."""
     plain = (torch.Tensor, torch.nn.Parameter)
     if (type(c) not in plain or type(v) not in plain or torch.compiler.is_compiling()
             or c.dtype != v.dtype or c.shape != v.shape or c.device != v.device):
         return False
     try:
-        if not torch.equal(c, v):
+        if c.data_ptr() == v.data_ptr() and c.stride() == v.stride():
+            return True
+        if v.device.type != "cpu" or not torch.equal(c, v):
             return False
         return not v.is_floating_point() or torch.equal(torch.signbit(c), torch.signbit(v))
     except RuntimeError:  # a tensor whose data a mode does not hand out
@@ -285,8 +288,9 @@ def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
             return v._name
         return _cast(rec, v, dtype)._name
     if isinstance(v, torch.Tensor):
-        # One captured value per tensor: the associativity check must see them equal. Eagerly,
-        # also one per value: `t.exp()` inside the combine is a new tensor at each use.
+        # One captured value per tensor: the associativity check must see them equal. Also one
+        # per view of the same elements (`t[:, 0]` at each use) and, on the CPU, per value
+        # (`t.exp()` inside the combine is a new tensor at each use).
         index = None
         for i, c in enumerate(rec.captured):
             if c is v or _same_value(c, v):
