@@ -419,9 +419,9 @@ inline void sin_cos_reduced(float x, double& s, double& c, std::uint64_t& quadra
 // (a pair of doubles) by pi/2 in fdlibm's four parts (kPio2F64), three of 33 bits (each times k
 // exact for |k| < 2^20, x - k p1 exact by cancellation) and the rest by exact two-sums, 152 bits
 // of pi/2 in all; then fdlibm's __kernel_sin and __kernel_cos on (y0, y1) and their
-// coefficients (kSinF64: S1, then S2..S6; kCosF64: C1..C6), both computed and the quadrant's
-// chosen: within 1 ulp. Beyond the limit, at inf and at NaN, the C library's, as for f32.
-// The constants are shared with the ONNX exporter (src/backends/onnx/onnx_float_math.cpp).
+// coefficients (kSinF64S1, then kSinF64: S2..S6; kCosF64Low and High: C1..C3, C4..C6), both
+// computed and the quadrant's chosen: within 1 ulp. Beyond the limit, at inf and at NaN, the
+// C library's, as for f32. The constants are shared with the ONNX exporter (src/backends/onnx/onnx_float_math.cpp).
 constexpr double kTrigReducedLimitF64 = 0x1p20;
 inline constexpr double kPio2F64[] = {0x1.921fb544p+0, 0x1.0b4611a6p-34, 0x1.3198a2ep-69, 0x1.b839a252049c1p-104};
 inline constexpr double kSinF64S1 = -1.66666666666666324348e-01;

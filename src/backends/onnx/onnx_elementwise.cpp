@@ -13,6 +13,10 @@ std::string sign_bit(GraphWriter& g, const std::string& x, DType t) {
     return g.op("Or", {g.op("Less", {x, zero}), g.op("Less", {g.op("Div", {one, x}), zero})});
 }
 
+std::string sign_of(GraphWriter& g, const std::string& x, DType t) {
+    return g.op("Where", {sign_bit(g, x, t), g.scalar(t, -1.0, -1, true), g.scalar(t, 1.0, 1, true)});
+}
+
 namespace {
 
 // The dtype weak operands of `n` adopt (inputs from `first` on).
@@ -114,7 +118,7 @@ std::string atan2(GraphWriter& g, const std::string& y, const std::string& x, DT
     std::string r = g.op("Where", {x_negative, g.op("Add", {base, constant(std::numbers::pi)}), base});
     std::string y_zero = g.op("And", {g.op("Equal", {y, zero}), g.op("Not", {g.op("IsNaN", {x})})});
     r = g.op("Where", {y_zero, g.op("Where", {x_negative, constant(std::numbers::pi), zero}), r});
-    return g.op("Mul", {g.op("Abs", {r}), g.op("Where", {sign_bit(g, y, t), constant(-1.0), one})});
+    return g.op("Mul", {g.op("Abs", {r}), sign_of(g, y, t)});
 }
 
 // Emits `n` over operands already in dtype `t`; returns the result value name. The exp/log

@@ -44,8 +44,12 @@ public:
         for (int i = static_cast<int>(N) - 2; i >= 0; --i) r = add(c(k[i]), mul(z, r));
         return r;
     }
-    // copysign(1, x)
-    std::string sign_of(const std::string& x) { return select(sign_bit(g_, x, DType::F64), c(-1.0), c(1.0)); }
+    std::string sign_of(const std::string& x) { return onnx_export::sign_of(g_, x, DType::F64); }
+    // copysign(v, x) for v >= 0, NaN where x is: the sign by a product, v (which may be 0)
+    // through Where's false branch (onnxruntime gives +0 for a -0 in its true branch).
+    std::string copysign(const std::string& v, const std::string& x) {
+        return select(op("IsNaN", x), x, mul(v, sign_of(x)));
+    }
 
 private:
     GraphWriter& g_;
@@ -135,7 +139,7 @@ std::string tanh_of(GraphWriter& g, const std::string& x_in, DType t) {
         const std::string e = f.op("Exp", f.op("Neg", two_a));
         v = f.select(f.less(a, f.c(0x1p-10)), near, f.div(f.sub(f.c(1.0), e), f.add(f.c(1.0), e)));
     }
-    const std::string r = f.select(f.op("IsNaN", x), x, f.mul(v, f.sign_of(x)));
+    const std::string r = f.copysign(v, x);
     return t == DType::F64 ? r : g.cast(r, t);
 }
 
@@ -163,7 +167,7 @@ std::string cast_rounded_once(GraphWriter& g, const std::string& x, DType from, 
     e = f.add(e, g.cast(f.op("LessOrEqual", power(f.add(e, f.c(1.0))), clamped), DType::F64));
     const std::string q = power(f.sub(e, f.c(digits - 1.0))), big = f.mul(q, f.c(0x1.8p52));
     const std::string r = f.sub(f.add(a, big), big);
-    return g.cast(f.select(f.op("IsNaN", v), v, f.mul(r, f.sign_of(v))), to);
+    return g.cast(f.copysign(r, v), to);
 }
 
 // atan_f64: fdlibm's reduction of |x| to t = num / den, |t| <= 7/16, atan(|x|) = atan(c) +
@@ -187,7 +191,7 @@ std::string atan_f64(GraphWriter& g, const std::string& x) {
     const std::string t = f.div(num, den), z = f.mul(t, t), w = f.mul(z, z);
     const std::string poly = f.add(f.mul(z, f.horner(kAtanOdd, w)), f.mul(w, f.horner(kAtanEven, w)));
     const std::string r = f.sub(by_range(kAtanHi), f.sub(f.sub(f.mul(t, poly), by_range(kAtanLo)), t));
-    return f.select(f.op("IsNaN", x), x, f.mul(r, f.sign_of(x)));
+    return f.copysign(r, x);
 }
 
 // erf_from: a + a y below kErfNear (2/sqrt(pi) a near 0), 1 - erfc(a) from there, x's sign.
@@ -198,9 +202,7 @@ std::string erf_f64(GraphWriter& g, const std::string& x) {
                                       f.add(a, f.mul(a, f.c(kTwoOverSqrtPiLessOne))));
     const std::string near = f.select(f.less(a, f.c(0x1p-28)), tiny, f.add(an, f.mul(an, near_ratio(f, an))));
     const std::string e = f.select(f.less(a, f.c(kErfNear)), near, f.sub(f.c(1.0), erfc_tail(f, x)));
-    // The sign by a product, selected through the false branch: onnxruntime's Where gives +0
-    // for a -0 in its true branch.
-    return f.select(f.op("IsNaN", x), x, f.mul(e, f.sign_of(x)));
+    return f.copysign(e, x);
 }
 
 // erfc_from: 1 - x - x y (1 - x exact as a pair) below 1/4, 0.5 - (x y + (x - 0.5)) to 0.5, the

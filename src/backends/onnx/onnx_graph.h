@@ -57,6 +57,8 @@ private:
 
 // x < 0 or 1 / x < 0: set for negatives, -0 and -inf (ONNX has no CopySign).
 std::string sign_bit(GraphWriter& g, const std::string& x, DType t);
+// copysign(1, x) as a value of dtype t.
+std::string sign_of(GraphWriter& g, const std::string& x, DType t);
 
 // erf, atan, sin or cos of an f64 value, and erfc and tanh of a value of float dtype t, by the reference's
 // formulas (onnx_float_math.cpp).
