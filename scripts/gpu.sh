@@ -205,6 +205,9 @@ if [ -z "${SKIP_TORCH:-}" ]; then
   # The Python tests that need a GPU (the rest run in CI).
   PYTHONPATH=build-gpupy/python timeout 120 python3 -m pytest -q -p no:cacheprovider -k cuda \
       tests/python/test_py_run_torch.py 2>&1 | tail -3 | tee "$OUT/pytest_gpu.log"
+  # JAX and CuPy arrays through DLPack, on the GPU where their arrays live there.
+  PYTHONPATH=build-gpupy/python timeout 120 python3 -m pytest -q -p no:cacheprovider \
+      tests/python/test_py_run_dlpack.py 2>&1 | tail -3 | tee "$OUT/pytest_dlpack.log"
 fi
 
 echo
@@ -219,5 +222,6 @@ cat "$OUT/bench.md" 2>/dev/null
 [ -f "$OUT/peers.md" ] && cat "$OUT/peers.md"
 [ -f "$OUT/torch_gpu.log" ] && grep -E "^(PASS|FAIL)" "$OUT/torch_gpu.log"
 [ -f "$OUT/pytest_gpu.log" ] && echo "python GPU tests: $(tail -1 "$OUT/pytest_gpu.log")"
+[ -f "$OUT/pytest_dlpack.log" ] && echo "python JAX/CuPy tests: $(tail -1 "$OUT/pytest_dlpack.log")"
 [ -f "$OUT/torch_gpu.md" ] && cat "$OUT/torch_gpu.md"
 exit $TESTS

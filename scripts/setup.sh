@@ -22,6 +22,8 @@ scanc_pip_packages=(
     "nvidia-cuda-nvrtc=13.0.88"
     # torch.onnx.export(dynamo=True) of the lowered PyTorch programs (tests/torch).
     "onnxscript="
+    # JAX arrays in and out of Module.run through DLPack (tests/python/test_py_run_dlpack.py).
+    "jax="
 )
 
 scanc_log() { printf '\n==> %s\n' "$*"; }

@@ -221,8 +221,9 @@ class Module:
                 f"input `{name}` is a Python number, but its dtype {dtype} has no NumPy "
                 f"equivalent; pass a tensor (e.g. torch.bfloat16)")
         natural = np.asarray(x)
-        try:
-            out = natural.astype(_NUMPY_DTYPES[dtype])
+        try:  # no NumPy warning for NaN or inf into an integer: the check below refuses it
+            with np.errstate(invalid="ignore"):
+                out = natural.astype(_NUMPY_DTYPES[dtype])
         except (OverflowError, TypeError, ValueError) as e:
             raise CompileError(f"input `{name}`: {x!r} is no {dtype} ({e})") from None
         # Integers and bools take only values they hold exactly: 1.5 is no i32, 300 no u8.

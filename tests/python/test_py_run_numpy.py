@@ -190,7 +190,9 @@ def test_python_numbers_and_lists_become_arrays_of_the_parameters_dtype():
 
 
 @pytest.mark.parametrize("dtype,value", [("i32", [1.5, 2.0]), ("u8", [300]), ("i8", -129),
-                                         ("bool", [0, 2]), ("i64", float("nan"))])
+                                         ("bool", [0, 2]), ("i64", float("nan")),
+                                         ("i32", float("inf"))])
+@pytest.mark.filterwarnings("error")  # the error says it all: no NumPy cast warning beside it
 def test_python_values_an_integer_parameter_cannot_hold_exactly_are_compile_errors(dtype, value):
     mod = scanc.loads("combine last(a | b) {\n return b\n}\n"
                       f"program p(x: {dtype}[T]) {{\n y = scan last(x) dim=0\n return y\n}}\n")
