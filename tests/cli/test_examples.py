@@ -104,6 +104,14 @@ def smooth_max(x, tau):
     return [y]
 
 
+def causal_softmax(x, v):
+    """Softmax-weighted averages of v and log-sum-exps over each prefix, from cumulative sums
+    of exp(x - the row's largest x) in float64 (exact enough for scores within +-60)."""
+    e = np.exp(x - (np.max(x, axis=1, keepdims=True) if x.size else 0))
+    s, w = np.cumsum(e, axis=1), np.cumsum(e * v, axis=1)
+    return [w / s, np.log(s) + (np.max(x, axis=1, keepdims=True) if x.size else 0)]
+
+
 EXAMPLE_LIST = [
     Example("cumsum.scan", lambda rng, T: {"x": uniform(rng, (N, T))}, cumsum),
     Example("cummax.scan", lambda rng, T: {"x": uniform(rng, (T, N))}, cummax),
@@ -125,6 +133,9 @@ EXAMPLE_LIST = [
         "start": rng.random((N, T)) < 0.2,
         "x": rng.integers(-1000, 1000, size=(N, T), dtype=np.int32),
     }, segmented_sum),
+    # Scores 120 apart: exp of their differences overflows f32 unless the combine rescales.
+    Example("online_softmax.scan", lambda rng, T: {
+        "x": uniform(rng, (N, T), -60, 60), "v": uniform(rng, (N, T))}, causal_softmax),
     Example("smooth_max.scan", lambda rng, T: {
         "x": uniform(rng, (N, T), -4, 4), "tau": uniform(rng, (N, 1), 0.25, 2.0)}, smooth_max),
 ]

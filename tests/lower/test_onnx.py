@@ -80,6 +80,12 @@ def smooth_max(l, r, tau):
     return (tau * np.logaddexp(l[0] / tau, r[0] / tau),)
 
 
+def online_softmax(l, r):
+    m = np.maximum(l[0], r[0])
+    e1, e2 = np.exp(l[0] - m), np.exp(r[0] - m)
+    return m, l[1] * e1 + r[1] * e2, l[2] * e1 + r[2] * e2
+
+
 def normal_log_cdf(x):
     """log(erfc(-x / sqrt 2) / 2) by Python's math.erfc, in float64."""
     return np.vectorize(lambda v: math.log(math.erfc(-v / math.sqrt(2)) / 2))(x.astype(np.float64))
@@ -113,6 +119,10 @@ EXAMPLE_CASES = {
     "smooth_max": ("softmax_max", "T",
                    lambda s, g: {"x": _f32(g, (2, s)), "tau": _f32(g, (2, 1), 0.5, 2.0)},
                    lambda i: numpy_scan(smooth_max, [i["x"]], 1, True, [i["tau"]])),
+    "online_softmax": ("causal_softmax", "T",
+                       lambda s, g: {"x": _f32(g, (2, s), -60, 60), "v": _f32(g, (2, s))},
+                       lambda i: (lambda o: [o[2] / o[1], o[0] + np.log(o[1])])(numpy_scan(
+                           online_softmax, [i["x"], np.ones_like(i["x"]), i["v"]], 1))),
     "welford": ("running_stats", "T", lambda s, g: {"x": _f32(g, (2, s))},
                 lambda i: (lambda o: [o[1], o[2] / o[0]])(numpy_scan(
                     welford, [np.ones_like(i["x"]), i["x"], np.zeros_like(i["x"])], 1))),
@@ -161,6 +171,10 @@ def test_every_example_lowered_to_onnx_matches_a_numpy_loop(tmp_path, example, a
         for g, w in zip(got, want):
             assert g.shape == w.shape, f"S={s}"
             assert_matches(g, w, g.dtype)
+
+
+def test_every_example_file_has_an_onnx_case():
+    assert sorted(p.stem for p in EXAMPLES.glob("*.scan")) == sorted(EXAMPLE_CASES)
 
 
 def test_one_bounded_dynamic_model_is_right_for_many_lengths(tmp_path):

@@ -229,6 +229,8 @@ def _sum_on_two_threads(x):
     return MOD.run("add_f64_1", x, backend="cpu", num_threads=2)[0]
 
 
+# JAX, once another test imported it, warns at every fork; the child here runs scanc only.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 def test_a_forked_worker_runs_on_threads_of_its_own_after_the_parent_ran_on_several():
     # A worker forked from a process whose runs used the CPU backend's threads (a
     # multiprocessing pool) inherited a pool without its workers, and waited for them forever.
