@@ -134,7 +134,16 @@ public:
             user_error(prog->loc, cat("num_threads ", num_threads, ": must be 0 (the default) or a thread count"));
         std::vector<InputArray> arrays(inputs.size());  // keep the callers' tensors referenced
         std::vector<TensorView> views = import_inputs(*prog, inputs, arrays, backend);
+        if (!outputs_given.is_none() && !nb::isinstance<nb::list>(outputs_given) && !nb::isinstance<nb::tuple>(outputs_given))
+            throw nb::type_error(cat("out= takes a list or tuple of tensors, one per result of program `", prog->name,
+                                     "` (", prog->results.size(), "); got a ",
+                                     nb::cast<std::string>(nb::str(outputs_given.type().attr("__name__"))))
+                                     .c_str());
         nb::list given = outputs_given.is_none() ? nb::list() : nb::list(outputs_given);
+        // An empty list would read as "no outputs given" below (RunOptions::outputs).
+        if (!outputs_given.is_none() && given.size() == 0 && !prog->results.empty())
+            user_error(prog->loc, cat("program `", prog->name, "` has ", prog->results.size(), " result",
+                                      prog->results.size() == 1 ? "" : "s", ", got 0 outputs"));
         std::vector<InputArray> given_arrays(given.size());
         std::vector<TensorView> given_views;
         for (std::size_t r = 0; r < given.size(); ++r) {
@@ -148,7 +157,7 @@ public:
             PyErr_Clear();
             if (nb::hasattr(given[r], "flags") && nb::hasattr(given[r].attr("flags"), "writeable") &&
                 !nb::cast<bool>(given[r].attr("flags").attr("writeable")))
-                user_error({}, cat(what, " is read-only; the run writes its results there"));
+                user_error(prog->loc, cat(what, " is read-only; the run writes its results there"));
             given_views.push_back(import_array(given[r], given_arrays[r], what, what, "a DLPack tensor"));
         }
         RunOptions options;

@@ -85,11 +85,13 @@ void check_given_outputs(const Program& program, const Bindings& bindings, std::
         const ByteExtent extent = byte_extent(out);
         for (std::size_t i = 0; i < inputs.size(); ++i)
             if (inputs[i].device.kind == out.device.kind && extent.overlaps(byte_extent(inputs[i])))
-                user_error(program.loc, cat(what, " overlaps input `", program.params[i]->name,
-                                            "`; a scan cannot write over what it reads"));
+                user_error(program.loc, cat(what, " overlaps the memory of input `", program.params[i]->name,
+                                            "` (from its first element to its last); a scan cannot write over ",
+                                            "what it reads"));
         for (std::size_t o = 0; o < r; ++o)
             if (extent.overlaps(byte_extent(outputs[o])))
-                user_error(program.loc, cat(what, " overlaps output ", o));
+                user_error(program.loc, cat(what, " overlaps the memory of output ", o,
+                                            " (from its first element to its last)"));
     }
 }
 

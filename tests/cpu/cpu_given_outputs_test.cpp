@@ -198,7 +198,7 @@ TEST(CpuGivenOutputs, TheChecksOfTheOptionApply) {
         }
         return "";
     };
-    EXPECT_NE(refusal({in.views[0]}).find("overlaps input"), std::string::npos);
+    EXPECT_NE(refusal({in.views[0]}).find("overlaps the memory of input"), std::string::npos);
     EXPECT_NE(refusal({other.views[0]}).find("shape mismatch: output 0"), std::string::npos);
     TensorView on_gpu = other.views[0];
     on_gpu.sizes = {5};

@@ -149,11 +149,35 @@ def test_cpu_results_go_into_given_tensors_and_arrays_of_any_strides_and_come_ba
     np.testing.assert_allclose(array, want.numpy(), rtol=1e-9, atol=1e-9)
     with pytest.raises(scanc.CompileError, match="shape mismatch: output 0"):
         MOD.run("scan_f64", x, backend="cpu", out=[torch.empty(4, 3, dtype=torch.float64)])
-    with pytest.raises(scanc.CompileError, match="output 0 of program `scan_f64` overlaps input `x`"):
+    with pytest.raises(scanc.CompileError, match="output 0 of program `scan_f64` overlaps the memory of input `x`"):
         MOD.run("scan_f64", x, backend="cpu", out=[x])
     array.flags.writeable = False
-    with pytest.raises(scanc.CompileError, match="output 0 of program `scan_f64` is read-only"):
+    with pytest.raises(scanc.CompileError, match=r"\.scan:\d+:\d+: error: output 0 of program `scan_f64` is read-only"):
         MOD.run("scan_f64", x.numpy(), backend="cpu", out=[array])
+
+
+@pytest.mark.skipif("cpu" not in scanc.available_backends(), reason="needs the CPU backend")
+def test_outputs_interleaved_in_one_buffer_are_refused_as_overlapping_memory():
+    mod = scanc.loads("combine add(a | b) {\n  return a + b\n}\n"
+                      "program p(x: f32[N, T]) {\n  y = scan add(x) dim=1\n  z = x * 2\n"
+                      "  return y, z\n}\n")
+    x, buffer = torch.ones(4, 300), torch.empty(4, 600)
+    with pytest.raises(scanc.CompileError, match="output 1 of program `p` overlaps the memory of output 0"):
+        mod.run("p", x, backend="cpu", out=[buffer[:, ::2], buffer[:, 1::2]])
+    with pytest.raises(scanc.CompileError, match="output 0 of program `p` overlaps the memory of input `x`"):
+        mod.run("p", buffer[:, ::2], backend="cpu", out=[buffer[:, 1::2], torch.empty(4, 300)])
+
+
+@pytest.mark.skipif("cpu" not in scanc.available_backends(), reason="needs the CPU backend")
+def test_out_must_be_a_list_or_tuple_with_one_tensor_per_result():
+    x = torch.randn(4, 300)
+    with pytest.raises(scanc.CompileError, match="program `scan_f32` has 1 result, got 0 outputs"):
+        MOD.run("scan_f32", x, backend="cpu", out=[])
+    with pytest.raises(TypeError, match="out= takes a list or tuple of tensors, one per result of "
+                                        "program `scan_f32` \\(1\\); got a Tensor"):
+        MOD.run("scan_f32", x, backend="cpu", out=torch.empty(4, 300))
+    (y,) = MOD.run("scan_f32", x, backend="cpu", out=(torch.empty(4, 300),))
+    torch.testing.assert_close(y, torch.cumsum(x, 1), rtol=1e-5, atol=1e-5)
 
 
 def test_something_that_is_not_a_tensor_as_an_output_is_a_type_error():

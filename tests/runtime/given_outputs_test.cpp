@@ -73,9 +73,9 @@ TEST(GivenOutputs, TheWrongCountDtypeShapeOrDeviceIsRefusedNamingTheOutput) {
 }
 
 TEST(GivenOutputs, OutputsOverlappingAnInputAnotherOutputOrThemselvesAreRefused) {
-    EXPECT_NE(refusal({at(0x100000 + 56, {3, 5}), at(0x300000, {3, 5})}).find("overlaps input `x`"),
+    EXPECT_NE(refusal({at(0x100000 + 56, {3, 5}), at(0x300000, {3, 5})}).find("overlaps the memory of input `x`"),
               std::string::npos);
-    EXPECT_NE(refusal({at(0x200000, {3, 5}), at(0x200000 + 32, {3, 5})}).find("output 1 of program `sums` overlaps output 0"),
+    EXPECT_NE(refusal({at(0x200000, {3, 5}), at(0x200000 + 32, {3, 5})}).find("output 1 of program `sums` overlaps the memory of output 0"),
               std::string::npos);
     // a broadcast row, and rows that interleave with one another
     EXPECT_NE(refusal({at(0x200000, {3, 5}, {0, 1}), at(0x300000, {3, 5})}).find("elements in one place"),
