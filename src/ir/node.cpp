@@ -24,23 +24,19 @@ ProgramRef Module::find_program(std::string_view name) const {
 }
 
 ProgramRef Module::program(std::string_view name) const {
-    if (name.empty()) {
-        if (programs.size() == 1) return programs[0];
-        std::string names;
-        for (auto& p : programs) names += (names.empty() ? "" : ", ") + p->name;
-        // The file, where its text said (a module built by hand has none).
-        const std::string file_name =
-            !programs.empty() ? programs[0]->loc.file : !combines.empty() ? combines[0]->loc.file : "";
-        const SourceLoc file{file_name};
-        if (programs.empty()) user_error(file, "the file defines no program (only combines)");
-        user_error(file, cat("the file defines several programs (", names,
-                             "); name the one to use (--program NAME on the command line)"));
-    }
-    if (auto p = find_program(name)) return p;
+    if (name.empty() && programs.size() == 1) return programs[0];
+    if (auto p = name.empty() ? nullptr : find_program(name)) return p;
     std::string names;
     for (auto& p : programs) names += (names.empty() ? "" : ", ") + p->name;
-    user_error({}, cat("no program named `", name, "`; the file defines: ",
-                       names.empty() ? "none" : names));
+    // The file, where its text said (a module built by hand has none).
+    const std::string file_name =
+        !programs.empty() ? programs[0]->loc.file : !combines.empty() ? combines[0]->loc.file : "";
+    const SourceLoc file{file_name};
+    if (!name.empty())
+        user_error(file, cat("no program named `", name, "`; the file defines: ", names.empty() ? "none" : names));
+    if (programs.empty()) user_error(file, "the file defines no program (only combines)");
+    user_error(file, cat("the file defines several programs (", names,
+                         "); name the one to use (--program NAME on the command line)"));
 }
 
 std::vector<const Node*> topo_order(std::span<const NodeRef> roots) {

@@ -116,6 +116,13 @@ private:
         }
         if (c == '(' || c == '[') ++depth_;
         if ((c == ')' || c == ']') && depth_ > 0) --depth_;
+        // Outside parentheses `;` ends a statement as a newline does (one-line combines, such as
+        // the text scanc.torch traces); inside them it separates a combine's captured parameters.
+        if (c == ';' && depth_ == 0) {
+            if (!tokens_.empty() && tokens_.back().kind != TokenKind::Newline)
+                tokens_.push_back({TokenKind::Newline, ";", here()});
+            return advance(1);
+        }
         emit(TokenKind::Punct, 1);
     }
 
@@ -131,7 +138,7 @@ private:
 
 std::string Token::describe() const {
     switch (kind) {
-        case TokenKind::Newline: return "end of line";
+        case TokenKind::Newline: return text == ";" ? "`;`" : "end of line";
         case TokenKind::End: return "end of file";
         case TokenKind::Int:
         case TokenKind::Float: return cat("number `", text, "`");

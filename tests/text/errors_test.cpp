@@ -156,6 +156,8 @@ const BadInput kBadInputs[] = {
      "expected `return` before the end of program `p`, found `}`"},
     {"two statements on one line", "program p(x: f32[N]) {\n  y = x z = x\n  return y\n}\n",
      "t.scan:2:9", "expected end of line after the statement, found `z`"},
+    {"a statement cut short by a semicolon", "program p(x: f32[N]) {\n  y = x + ; return y\n}\n",
+     "t.scan:2:11", "expected an expression, found `;`"},
     {"a size used as a tensor", "program p(x: f32[N]) {\n  return x * N\n}\n", "t.scan:2:14",
      "`N` is a size, not a tensor; sizes appear only in parameter types and slice bounds"},
     {"unexpected character", "program p(x: f32[N]) {\n  return !x\n}\n", "t.scan:2:10",

@@ -6,6 +6,7 @@
 
 #include "design_example.h"
 #include "scanc/text/parser.h"
+#include "scanc/text/printer.h"
 
 namespace scanc {
 namespace {
@@ -138,6 +139,17 @@ TEST(Parser, AStatementContinuesAfterACommaOrAnOperatorAndInsideParentheses) {
     ASSERT_EQ(r.op, Op::Mul);
     EXPECT_EQ(r.inputs[0]->op, Op::Max);
     EXPECT_EQ(r.inputs[0]->inputs[0]->op, Op::Add);
+}
+
+TEST(Parser, ASemicolonOutsideParenthesesEndsAStatementAsANewlineDoes) {
+    // The one-line form scanc.torch traces a combine into, and its error messages show.
+    const std::string one_line =
+        "combine f(a1, b1 | a2, b2; k) { t = a1 * a2; u = a2 * b1 + b2 * k;; return t, u }\n"
+        "program p(a: f32[N], b: f32[N], k: f32[]) { (_, h) = scan f(a, b) dim=0 with (k); return h }\n";
+    const std::string lines =
+        "combine f(a1, b1 | a2, b2; k) {\n  t = a1 * a2\n  u = a2 * b1 + b2 * k\n  return t, u\n}\n"
+        "program p(a: f32[N], b: f32[N], k: f32[]) {\n  (_, h) = scan f(a, b) dim=0 with (k)\n  return h\n}\n";
+    EXPECT_EQ(print_module(parse_module(one_line, "t.scan")), print_module(parse_module(lines, "t.scan")));
 }
 
 TEST(Parser, SliceBoundsAreSizeExpressions) {

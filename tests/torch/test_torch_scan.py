@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch._dynamo.testing
 
+import scanc
 import scanc.torch as st
 import torch_scan_loops as loops
 from lower_models import ScancOpModel  # an affine scan, then a reverse smooth max over tau.exp()
@@ -312,3 +313,21 @@ def test_numpy_scalars_in_a_combine_are_numbers_like_python_ones():
     y = st.associative_scan(lambda a, b: np.float64(0.5) * (a + b) + (a + b) * np.float32(0.5), x, 1)
     torch.testing.assert_close(y, x.cumsum(1))
 
+
+
+def test_the_traced_one_line_combine_is_scan_text_the_parser_reads():
+    from scanc.torch import pytrees
+    from scanc.torch.trace import trace_combine
+
+    def combine(l, r):
+        return torch.logaddexp(l[0], r[0]), torch.maximum(l[1], r[1]) * 1.0
+
+    x = torch.randn(2, 9)
+    text, _ = trace_combine(combine, pytrees.flatten((x, x))[1], [torch.float32, torch.float32])
+    assert "\n" not in text and "; return" in text
+    program = ("\nprogram p(a: f32[N], b: f32[N]) {\n  (u, v) = scan combine_fn(a, b) dim=0\n"
+               "  return u, v\n}\n")
+    a, b = np.float32([0.5, 2.0, -1.0, 3.0]), np.float32([1.0, -3.0, 0.25, 4.0])
+    u, v = scanc.loads(text + program).run("p", a, b, backend="reference")
+    np.testing.assert_allclose(u, np.logaddexp.accumulate(a.astype(np.float64)), rtol=1e-6)
+    np.testing.assert_array_equal(v, np.maximum.accumulate(b))

@@ -20,8 +20,8 @@ Command add_emit_command(CLI::App& parent) {
     CLI::App* app = parent.add_subcommand("emit", "Write the generated kernel source (or PTX) of a program.");
     app->add_option("file", o->file, "the .scan file")->required();
     app->add_option("--program", o->program, "the program (default: the only one)");
-    app->add_option("--target", o->target, "what to generate: cuda")->check(CLI::IsMember({"cuda"}));
-    app->add_option("--arch", o->arch, "GPU architecture, e.g. sm_90");
+    app->add_option("--target", o->target, "what to generate: cuda")->check(CLI::IsMember({"cuda"}))->capture_default_str();
+    app->add_option("--arch", o->arch, "GPU architecture, sm_NN or compute_NN of 80 or more")->capture_default_str();
     app->add_flag("--ptx", o->ptx, "write PTX (compiled by NVRTC) instead of CUDA C++");
     app->add_option("-o,--output", o->output, "output file (default: stdout)");
     return {app, [o]() -> int {

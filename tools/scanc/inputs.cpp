@@ -103,7 +103,8 @@ CLI::Option* add_program_options(CLI::App& app, ProgramOptions& options) {
                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--range", options.ranges,
                    "random values of parameter NAME in a range of your own, NAME=LO:HI (floats "
-                   "uniform in [LO, HI), integers in [LO, HI]); repeatable")
+                   "uniform in [LO, HI) in f64, then rounded to NAME's dtype, which may round up to "
+                   "HI; integers in [LO, HI]; LO = HI: that value everywhere); repeatable")
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     app.add_option("--seed", options.seed, "seed of the random inputs")

@@ -139,13 +139,16 @@ Command add_lower_command(CLI::App& parent) {
     app->add_option("file", args->file, "the .scan file")->required();
     app->add_option("--program", args->program, "which program (needed if the file has several)");
     app->add_option("--algorithm", args->algorithm, "hillis-steele | work-efficient | auto")
-        ->check(CLI::IsMember({"hillis-steele", "work-efficient", "auto"}));
+        ->check(CLI::IsMember({"hillis-steele", "work-efficient", "auto"}))
+        ->capture_default_str();
     app->add_option("--bound", args->bounds,
-                    "SYM=N: lower for every size of SYM up to N (repeatable)");
+                    "SYM=N[,SYM=N...]: lower for every size of SYM up to N, or up to the file's own bound "
+                    "where that is smaller (repeatable)");
     app->add_option("--size", args->sizes,
-                    "SYM=N: lower for exactly this size of SYM (static; repeatable)");
+                    "SYM=N[,SYM=N...]: lower for exactly this size of SYM (static; repeatable)");
     app->add_option("--emit", args->emit, "scan | onnx | dot")
-        ->check(CLI::IsMember({"scan", "onnx", "dot"}));
+        ->check(CLI::IsMember({"scan", "onnx", "dot"}))
+        ->capture_default_str();
     app->add_option("-o,--output", args->output, "output file (default: stdout for scan/dot)");
     app->add_flag("--stats", args->stats, "print the op census and levels");
     app->add_flag("--native-cumsum", args->native_cumsum,
