@@ -217,8 +217,9 @@ class Module:
             return np.asarray(x)
         name, dtype, _ = param
         if dtype not in _NUMPY_DTYPES:
+            what = "list" if isinstance(x, (list, tuple)) else "number"
             raise CompileError(
-                f"input `{name}` is a Python number, but its dtype {dtype} has no NumPy "
+                f"input `{name}` is a Python {what}, but its dtype {dtype} has no NumPy "
                 f"equivalent; pass a tensor (e.g. torch.bfloat16)")
         natural = np.asarray(x)
         try:  # no NumPy warning for NaN or inf into an integer: the check below refuses it

@@ -200,6 +200,15 @@ def test_python_values_an_integer_parameter_cannot_hold_exactly_are_compile_erro
         mod.run("p", value if isinstance(value, list) else [value])
 
 
+@pytest.mark.parametrize("value,what", [(1.5, "number"), ([1.0, 2.0], "list")])
+def test_python_values_for_a_bf16_parameter_ask_for_a_tensor(value, what):
+    mod = scanc.loads("combine add(a | b) {\n return a + b\n}\n"
+                      "program p(x: bf16[T]) {\n y = scan add(x) dim=0\n return y\n}\n")
+    with pytest.raises(scanc.CompileError, match=f"input `x` is a Python {what}, but its dtype "
+                                                 f"bf16 has no NumPy equivalent; pass a tensor"):
+        mod.run("p", value)
+
+
 def test_python_values_an_integer_parameter_holds_exactly_are_taken():
     mod = scanc.loads("combine add(a | b) {\n return a + b\n}\n"
                       "program p(x: u8[T]) {\n y = scan add(x) dim=0\n return y\n}\n")
