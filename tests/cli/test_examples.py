@@ -107,9 +107,10 @@ def smooth_max(x, tau):
 def causal_softmax(x, v):
     """Softmax-weighted averages of v and log-sum-exps over each prefix, from cumulative sums
     of exp(x - the row's largest x) in float64 (exact enough for scores within +-60)."""
-    e = np.exp(x - (np.max(x, axis=1, keepdims=True) if x.size else 0))
+    top = np.max(x, axis=1, keepdims=True) if x.size else 0
+    e = np.exp(x - top)
     s, w = np.cumsum(e, axis=1), np.cumsum(e * v, axis=1)
-    return [w / s, np.log(s) + (np.max(x, axis=1, keepdims=True) if x.size else 0)]
+    return [w / s, np.log(s) + top]
 
 
 EXAMPLE_LIST = [
