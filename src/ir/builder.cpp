@@ -453,6 +453,11 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     return n;
 }
 
+void refuse_interleave_lengths(const SourceLoc& loc, int dim, const std::string& even, const std::string& odd) {
+    user_error(loc, cat("interleave needs the first tensor as long as the second or one longer along dim ", dim,
+                        ", got ", even, " and ", odd));
+}
+
 NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc loc) {
     const Type& e = tensor_type(even, "interleave", loc);
     const Type& o = tensor_type(odd, "interleave", loc);
@@ -461,9 +466,7 @@ NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc l
     require_joinable("interleave", d, e, o, loc);
     if (auto diff = located_sizes(loc, [&] { return e.shape[d] - o.shape[d]; }).constant();
         diff && *diff != 0 && *diff != 1)
-        user_error(loc, cat("interleave needs the first tensor as long as the second or one ",
-                            "longer along dim ", d, ", got ", e.shape[d].brief(), " and ",
-                            o.shape[d].brief()));
+        refuse_interleave_lengths(loc, d, e.shape[d].brief(), o.shape[d].brief());
     Type out = e;
     out.weak = false;
     out.shape[d] = located_sizes(loc, [&] { return e.shape[d] + o.shape[d]; });

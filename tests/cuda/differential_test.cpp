@@ -419,6 +419,27 @@ program p(x: f32[N, T], w: f32[T]) {
     }
 }
 
+TEST_F(CudaDifferential, InterleavesMatchAndLengthsApartByMoreThanOneAreRefusedBeforeAnyLaunch) {
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: f32[N], y: f32[M]) {
+  return scan add(interleave(0, x, y)) dim=0
+}
+)");
+    for (auto [n, m] : {std::pair{5, 5}, {6, 5}, {1, 0}, {4099, 4098}})
+        expect_matches_reference(program, {random_tensor(DType::F32, {n}, rng), random_tensor(DType::F32, {m}, rng)});
+    const Tensor x = random_tensor(DType::F32, {3}, rng), y = random_tensor(DType::F32, {5}, rng);
+    try {
+        CudaBackend().compile(program)->run(std::vector<TensorView>{x.view(), y.view()});
+        ADD_FAILURE() << "an interleave of 3 and 5 elements ran";
+    } catch (const CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("interleave needs the first tensor as long as the second or one "
+                                              "longer along dim 0, got 3 and 5"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
 TEST_F(CudaDifferential, AResultReadingItsScanThroughASliceRunsAfterTheScan) {
     // `s + slice(s, ...)` reads the scan's output from memory: not the scan's epilogue but a
     // stage after it (it was fused into the epilogue and failed to plan).

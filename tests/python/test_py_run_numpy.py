@@ -252,3 +252,14 @@ def test_a_forked_worker_runs_on_threads_of_its_own_after_the_parent_ran_on_seve
         in_child = pool.apply_async(_sum_on_two_threads, (x,)).get(timeout=60)
     np.testing.assert_array_equal(in_child, in_parent)
     np.testing.assert_allclose(in_child, np.cumsum(x, axis=1), rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("backend", [b for b in ("reference", "cpu") if b in scanc.available_backends()])
+def test_an_interleave_of_lengths_apart_by_more_than_one_is_the_same_error_on_every_backend(backend):
+    mod = scanc.loads("program p(x: f32[N], y: f32[M]) {\n  return interleave(0, x, y)\n}\n")
+    (z,) = mod.run("p", np.float32([0, 1, 2]), np.float32([10, 11]), backend=backend)
+    np.testing.assert_array_equal(z, [0, 10, 1, 11, 2])
+    with pytest.raises(scanc.CompileError, match=r"<string>:2:10: error: interleave needs the first "
+                                                 r"tensor as long as the second or one longer "
+                                                 r"along dim 0, got 3 and 5"):
+        mod.run("p", np.ones(3, np.float32), np.ones(5, np.float32), backend=backend)

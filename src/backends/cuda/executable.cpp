@@ -141,6 +141,12 @@ public:
           given_(!options.outputs.empty()), memory_(stream_) {
         const Program& program = *plan_.program;
         bindings_ = bind_inputs(program, inputs);
+        for (const Node* n : exe.interleaves_) {  // as the reference and the CPU check them
+            const int d = n->as<InterleaveAttr>().dim;
+            const i64 even = n->inputs[0]->type().shape[d].evaluate(bindings_);
+            const i64 odd = n->inputs[1]->type().shape[d].evaluate(bindings_);
+            if (even - odd != 0 && even - odd != 1) refuse_interleave_lengths(n->loc, d, cat(even), cat(odd));
+        }
         host_ = std::none_of(inputs.begin(), inputs.end(),
                              [](auto& v) { return v.device.kind == DeviceKind::CUDA; });
         if (host_ && capturing_ && !inputs.empty())
@@ -456,6 +462,8 @@ private:
 CudaExecutable::CudaExecutable(ProgramRef program, int device)
     : program_(std::move(program)), device_(device) {
     plan_ = make_plan(program_);
+    for (const Node* n : topo_order(program_->results))
+        if (n->op == Op::Interleave) interleaves_.push_back(n);
     ContextGuard guard(device_);
     RelaxedCaptureMode relaxed;  // compile() inside a graph capture (scanc.torch's first call)
     const DeviceInfo& info = device_info(device_);

@@ -67,6 +67,9 @@ private:
 
     ProgramRef program_;
     Plan plan_;
+    // The program's interleaves: their lengths are checked before each run, since a kernel
+    // writing a part longer than its place would write past the result.
+    std::vector<const Node*> interleaves_;
     int device_;
     int sm_count_ = 0, cc_ = 0;
     std::vector<Module> modules_;  // the contiguous class first, then others as runs need them

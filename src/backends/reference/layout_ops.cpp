@@ -69,8 +69,7 @@ Tensor run_interleave(const Node& node, const Tensor& even, const Tensor& odd) {
     int dim = node.as<InterleaveAttr>().dim;
     std::int64_t ne = even.sizes()[dim], no = odd.sizes()[dim];
     if (ne - no != 0 && ne - no != 1)
-        user_error(node.loc, cat("interleave needs the first tensor as long as the second or one ",
-                                 "longer along dim ", dim, ", got ", ne, " and ", no));
+        refuse_interleave_lengths(node.loc, dim, cat(ne), cat(no));
     std::vector<std::int64_t> sizes = even.sizes();
     sizes[dim] = ne + no;
     Tensor out = Tensor::empty(node.type().dtype, sizes);
