@@ -141,9 +141,7 @@ public:
                                      .c_str());
         nb::list given = outputs_given.is_none() ? nb::list() : nb::list(outputs_given);
         // An empty list would read as "no outputs given" below (RunOptions::outputs).
-        if (!outputs_given.is_none() && given.size() == 0 && !prog->results.empty())
-            user_error(prog->loc, cat("program `", prog->name, "` has ", prog->results.size(), " result",
-                                      prog->results.size() == 1 ? "" : "s", ", got 0 outputs"));
+        if (!outputs_given.is_none() && given.size() == 0) check_output_count(*prog, 0);
         std::vector<InputArray> given_arrays(given.size());
         std::vector<TensorView> given_views;
         for (std::size_t r = 0; r < given.size(); ++r) {

@@ -61,11 +61,15 @@ void refuse_given_outputs(const RunOptions& options, const Program& program, std
                                     "is for the cuda and cpu backends"));
 }
 
+void check_output_count(const Program& program, std::size_t given) {
+    if (given != program.results.size())
+        user_error(program.loc, cat("program `", program.name, "` has ", program.results.size(), " result",
+                                    program.results.size() == 1 ? "" : "s", ", got ", given, " outputs"));
+}
+
 void check_given_outputs(const Program& program, const Bindings& bindings, std::span<const TensorView> inputs,
                          std::span<const TensorView> outputs, Device device) {
-    if (outputs.size() != program.results.size())
-        user_error(program.loc, cat("program `", program.name, "` has ", program.results.size(), " result",
-                                    program.results.size() == 1 ? "" : "s", ", got ", outputs.size(), " outputs"));
+    check_output_count(program, outputs.size());
     for (std::size_t r = 0; r < outputs.size(); ++r) {
         const TensorView& out = outputs[r];
         const Type& type = program.results[r]->type();

@@ -58,5 +58,8 @@ void refuse_given_outputs(const RunOptions& options, const Program& program, std
 // overlap with an input of the same kind of memory or with another output).
 void check_given_outputs(const Program& program, const Bindings& bindings, std::span<const TensorView> inputs,
                          std::span<const TensorView> outputs, Device device);
+// CompileError unless `given` outputs are one per result of `program` (check_given_outputs'
+// count; a caller whose empty list is not "none given" checks it first).
+void check_output_count(const Program& program, std::size_t given);
 
 }  // namespace scanc

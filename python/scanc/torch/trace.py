@@ -291,10 +291,8 @@ def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
         # One captured value per tensor: the associativity check must see them equal. Also one
         # per view of the same elements (`t[:, 0]` at each use) and, on the CPU, per value
         # (`t.exp()` inside the combine is a new tensor at each use).
-        index = None
-        for i, c in enumerate(rec.captured):
-            if c is v or _same_value(c, v):
-                index = i
+        # The first match is the only one: equal captures were never added twice.
+        index = next((i for i, c in enumerate(rec.captured) if c is v or _same_value(c, v)), None)
         if index is None:
             rec.captured.append(v)
             index = len(rec.captured) - 1
