@@ -172,9 +172,7 @@ def test_the_generic_mode_of_torch_exports_without_a_scan_and_is_left_correct():
 def test_the_lowered_program_exports_to_onnx_that_onnxruntime_runs(model, tmp_path):
     pytest.importorskip("onnxscript")
     ort = pytest.importorskip("onnxruntime")
-    # A static length: torch.onnx's symbolic-shape work on the nested min/max of a bounded
-    # dynamic lowering takes minutes per model (bounded dynamic lengths are covered above, and
-    # in ONNX by scanc's own exporter, tests/lower/test_onnx.py).
+    # A static length (a bounded dynamic one: the next test).
     x, tau = randn(3, 10), randn(3, seed=1)
     lowered = st.lower_associative_scans(torch.export.export(model, (x, tau)))
     onnx_program = torch.onnx.export(lowered, (x, tau), dynamo=True)
@@ -184,6 +182,24 @@ def test_the_lowered_program_exports_to_onnx_that_onnxruntime_runs(model, tmp_pa
     assert [i.name for i in session.get_inputs()] == ["x", "tau"]
     for seed in (3, 4):
         x = randn(3, 10, seed=seed)
+        (y,) = session.run(None, {"x": x.numpy(), "tau": tau.numpy()})
+        np.testing.assert_allclose(y, reference(x, tau).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_bounded_dynamic_lowering_exports_to_one_onnx_model_for_every_length(tmp_path):
+    pytest.importorskip("onnxscript")
+    ort = pytest.importorskip("onnxruntime")
+    # The guards that re-tracing adds (run_decompositions, inside torch.onnx.export) stay in
+    # torch's shape environment: the ONNX model keeps the symbolic length and its clamped slices.
+    lowered = st.lower_associative_scans(export(ScancOpModel(), max_length=32))
+    onnx_program = torch.onnx.export(lowered, (randn(3, 10), randn(3, seed=1)), dynamo=True)
+    path = tmp_path / "scan.onnx"
+    onnx_program.save(str(path))
+    session = ort.InferenceSession(str(path))
+    assert isinstance(session.get_inputs()[0].shape[1], str)  # a named, symbolic length
+    tau = randn(3, seed=1)
+    for n in (2, 3, 17, 31, 32):
+        x = randn(3, n, seed=n)
         (y,) = session.run(None, {"x": x.numpy(), "tau": tau.numpy()})
         np.testing.assert_allclose(y, reference(x, tau).numpy(), rtol=1e-4, atol=1e-5)
 
