@@ -158,6 +158,8 @@ def assert_matches(got, want, dtype, what):
     rtol = 1e-10 if dtype == np.float64 else 2e-4
     scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, err_msg=what)
+    zeros = (got == 0) & (want == 0)  # of the loop's sign (welford's first variance was -0)
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]), err_msg=what)
 
 
 @pytest.mark.parametrize("length", LENGTHS)
