@@ -25,22 +25,24 @@ namespace {
 
 int compare_sizes(const Size& a, const Size& b);
 
-// Points `slot` at a memo of its own while it lives, unless an outer call already did: a walk's
-// memo lives as long as its outermost call.
+// A walk's memo on its thread, shared by the walk's nested calls: each call holds it open
+// (OutermostMemo) and the outermost one's end clears it, so the memo lives as long as that call
+// (its buckets stay allocated for the next walk).
+template <class Memo> struct WalkMemo {
+    Memo memo;
+    int open = 0;
+};
 template <class Memo> class OutermostMemo {
 public:
-    explicit OutermostMemo(Memo*& slot) : slot_(slot) {
-        if (!slot_) slot_ = &memo_.emplace();
-    }
+    explicit OutermostMemo(WalkMemo<Memo>& walk) : walk_(walk) { ++walk_.open; }
     ~OutermostMemo() {
-        if (memo_) slot_ = nullptr;
+        if (--walk_.open == 0) walk_.memo.clear();
     }
     OutermostMemo(const OutermostMemo&) = delete;
     OutermostMemo& operator=(const OutermostMemo&) = delete;
 
 private:
-    Memo*& slot_;
-    std::optional<Memo> memo_;
+    WalkMemo<Memo>& walk_;
 };
 
 struct PairHash {
@@ -52,7 +54,7 @@ struct PairHash {
 // built apart share few terms, and a nested pair compared anew at each occurrence takes time
 // exponential in the nesting.
 using CompareMemo = std::unordered_map<std::pair<const void*, const void*>, int, PairHash>;
-thread_local CompareMemo* compare_memo = nullptr;
+thread_local WalkMemo<CompareMemo> compare_memo;
 
 int compare_terms(const Size::Term& a, const Size::Term& b) {
     if (&a == &b) return 0;  // one shared term (sizes share their subterms)
@@ -65,10 +67,10 @@ int compare_terms(const Size::Term& a, const Size::Term& b) {
     if (a.args.size() != b.args.size()) return a.args.size() < b.args.size() ? -1 : 1;
     OutermostMemo<CompareMemo> orders(compare_memo);
     const std::pair<const void*, const void*> key{&a, &b};
-    if (auto it = compare_memo->find(key); it != compare_memo->end()) return it->second;
+    if (auto it = compare_memo.memo.find(key); it != compare_memo.memo.end()) return it->second;
     int c = 0;
     for (std::size_t i = 0; i < a.args.size() && c == 0; ++i) c = compare_sizes(a.args[i], b.args[i]);
-    compare_memo->emplace(key, c);
+    compare_memo.memo.emplace(key, c);
     return c;
 }
 
@@ -260,15 +262,14 @@ struct SizeOps {
     // a slice of ... : x[1:T] holds x's length twice), so walking each occurrence anew takes time
     // exponential in the nesting. The memo holds each term it saw, so no pointer is reused while
     // it lives.
-    struct RangeMemo {
-        std::unordered_map<const Size::Term*, std::pair<TermRef, Range>> ranges;
-    };
-    static inline thread_local RangeMemo* range_memo = nullptr;
+    using RangeMemo = std::unordered_map<const Size::Term*, std::pair<TermRef, Range>>;
+    static inline thread_local WalkMemo<RangeMemo> range_memo;
 
     static Range memo_range_of_term(const TermRef& t) {
-        if (auto it = range_memo->ranges.find(t.get()); it != range_memo->ranges.end()) return it->second.second;
+        RangeMemo& ranges = range_memo.memo;
+        if (auto it = ranges.find(t.get()); it != ranges.end()) return it->second.second;
         Range r = range_of_term(*t);
-        range_memo->ranges.emplace(t.get(), std::pair{t, r});
+        ranges.emplace(t.get(), std::pair{t, r});
         return r;
     }
 

@@ -168,7 +168,7 @@ def test_in_place_forms_give_their_operations_value(in_place, out_of_place):
     (lambda a, b: F.gelu(b, approximate="fast") + a, "approximate= is 'none' or 'tanh'"),
     (lambda a, b: F.celu(b, alpha=0.0) + a, "alpha cannot be 0"),
     (lambda a, b: F.hardtanh(b, 2.0, 1.0) + a, "max_val cannot be less than min_val"),
-    (lambda a, b: F.softshrink(b, -1.0) + a, "lambd must be in \[0, the dtype.s largest\]"),
+    (lambda a, b: F.softshrink(b, -1.0) + a, r"lambd must be in \[0, the dtype.s largest\]"),
     (lambda a, b: F.silu(b.int()) + a, "silu needs a floating-point operand"),
     (lambda a, b: torch.frac(b.int()) + a, "frac needs a floating-point"),
     (lambda a, b: torch.round(b.int(), decimals=1) + a, "round of torch.int32 operands with decimals"),

@@ -126,11 +126,11 @@ std::vector<Check> check_against_reference(const ProgramRef& program, const std:
     std::vector<Check> checks;
     for (std::size_t i = 0; i < results.size(); ++i) {
         const DType precision = precision_of(*program, i);
-        Check check{result_label(*program, i), compare(results[i], want[i], precision)};
+        Check check{result_label(*program, i), compare(results[i], want[i], precision), false, std::nullopt};
         if (check.comparison.mismatches && is_float(results[i].dtype())) {
             if (wide.empty()) wide = ReferenceBackend(/*f64_carries=*/true).compile(program)->run(inputs);
             Comparison oracle = compare(results[i], wide[i], precision);
-            if (oracle.mismatches == 0) check = {check.label, oracle, true};
+            if (oracle.mismatches == 0) check = {check.label, oracle, true, std::nullopt};
         } else if (check.comparison.mismatches) {
             // (Where the split program cannot be built or run, the direct comparison stands.)
             try {
