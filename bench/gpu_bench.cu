@@ -82,6 +82,13 @@ CombineRef max_combine() {
 CombineRef lse_combine() {  // log-sum-exp (logcumsumexp): two transcendentals a combine
     return dsl::trace_combine("lse", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) { return Exprs{dsl::logaddexp(l[0], r[0])}; });
 }
+// The same, spelled through CUDA's expf and log1pf, as logaddexp itself ran until the
+// fifty-fourth session: the cost of that formula beside scanc's own f32 logaddexp, one run.
+CombineRef lse_libm_combine() {
+    return dsl::trace_combine("lse_libm", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
+        return Exprs{dsl::max(l[0], r[0]) + dsl::log1p(dsl::exp(-dsl::abs(l[0] - r[0])))};
+    });
+}
 CombineRef affine_combine() {
     return dsl::trace_combine("affine", 2, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
         return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
@@ -222,8 +229,7 @@ int first_launch(const std::string& which) {
     return 0;
 }
 
-// Host reference of a scan over [outer, len, inner] along len, in double.
-// The scan of `combine` ("add", "max", "lse" or "affine") in f64 on the host.
+// The scan of `combine` ("add", "max", "affine", else log-sum-exp) in f64 on the host.
 std::vector<float> host_scan(const std::string& combine, const std::vector<std::vector<float>>& leaves, long long outer,
                              long long len, long long inner) {
     std::vector<float> out(leaves[0].size());
@@ -311,7 +317,10 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"max dim 0", max_combine(), {4096, 8192}, 0},
                  {"lse 1-D", lse_combine(), {1ll << 28}, 0},
                  {"lse rows", lse_combine(), {8192, 4096}, 1},
-                 {"lse dim 0", lse_combine(), {4096, 8192}, 0}};
+                 {"lse dim 0", lse_combine(), {4096, 8192}, 0},
+                 {"lse_libm 1-D", lse_libm_combine(), {1ll << 28}, 0},
+                 {"lse_libm rows", lse_libm_combine(), {8192, 4096}, 1},
+                 {"lse_libm dim 0", lse_libm_combine(), {4096, 8192}, 0}};
     std::vector<std::string> only;  // SWEEP_ONLY's alternatives
     if (const char* env = std::getenv("SWEEP_ONLY"))
         for (std::string text(env); !text.empty();) {

@@ -66,8 +66,8 @@ template <class T> __device__ __forceinline__ T sc_abs(T a) {
 // min and max are selects, never branches: a scan unrolls dozens of combines, and branches
 // kept each one's loads and ops from moving past it (max down the columns: 37% of copy with
 // branches; docs/history/cuda-sessions-14-20.md, nineteenth session). A NaN operand wins, a
-// first; on ties the left operand, as in the reference. (logaddexp keeps its branches: selects
-// computed both sides and spilled in the one-tile rows kernel.)
+// first; on ties the left operand, as in the reference. (f64 logaddexp keeps its branches:
+// selects computed both sides and spilled in the one-tile rows kernel.)
 template <class T> __device__ __forceinline__ T sc_min(T a, T b) {
     const T m = b < a ? b : a;
     if constexpr (Tr<T>::flt) return (b != b) & (a == a) ? b : m;
@@ -135,12 +135,42 @@ SC_UNARY(sc_atan, atanf(x), atan(x))
 SC_UNARY(sc_floor, floorf(x), floor(x))
 SC_UNARY(sc_ceil, ceilf(x), ceil(x))
 SC_UNARY(sc_sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
-SC_UNARY(sc_softplus, fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))),
-         fmax(x, 0.0) + log1p(exp(-fabs(x))))
+// log(1 + exp(d)) for d <= 0 in f32, the heart of logaddexp and softplus: straight-line, about
+// 36 instructions, where logaddexp by log1pf(expf(d)) with branches took about 72 (SASS of one
+// call) and logcumsumexp ran compute-bound at a third of copy. e = exp(d) is 2^t by MUFU ex2, t = d log2(e) rounded, and
+// the product's rounding carried beside it as e = p + pc; log1p(e) = 2 atanh(s) with
+// s = e / (2 + e) <= 1/3 from a reciprocal refined once (the denominator's rounding included),
+// and atanh(s) / s - 1 = s^2 P(s^2), P a cubic fitted on [0, 1/9] (2^-27.5 relative). Below
+// d = -104, e rounds to 0. Error: docs/semantics.md (measured by the GPU tests).
+__device__ __forceinline__ float sc_log1p_exp(float d) {
+    d = d < -104.0f ? -104.0f : d;  // e rounds to 0 below; a NaN d stays NaN
+    const float t = d * 1.44269502162933349609375f;
+    const float t_lo = fmaf(d, 1.925963033500011079e-8f, fmaf(d, 1.44269502162933349609375f, -t));
+    float p;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(p) : "f"(t));
+    const float pc = p * (t_lo * 0.693147180559945309f);
+    const float q = 2.0f + p, q_lo = (p - (q - 2.0f)) + pc;  // 2 + e = q + q_lo
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(q));
+    float s = p * r;
+    s = fmaf(r, fmaf(-s, q_lo, fmaf(-q, s, p) + pc), s);
+    const float z = s * s, s2 = s + s;
+    const float poly = fmaf(fmaf(fmaf(1.401369274e-01f, z, 1.399914473e-01f), z, 2.001088858e-01f), z, 3.333320618e-01f);
+    return fmaf(s2, z * poly, s2);
+}
+__device__ __forceinline__ float sc_softplus(float x) { return fmaxf(x, 0.0f) + sc_log1p_exp(-fabsf(x)); }
+__device__ __forceinline__ double sc_softplus(double x) { return fmax(x, 0.0) + log1p(exp(-fabs(x))); }
 __device__ __forceinline__ float sc_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double sc_pow(double a, double b) { return pow(a, b); }
 __device__ __forceinline__ float sc_atan2(float y, float x) { return atan2f(y, x); }
 __device__ __forceinline__ double sc_atan2(double y, double x) { return atan2(y, x); }
+// logaddexp: the larger plus log1p(exp(-|a - b|)), with no special case to branch on: a NaN
+// operand makes d NaN, so the sum; an infinite larger operand adds log1p of exp(-inf) (0) or,
+// equal to the other, log 2 (d = 0 where inf - inf is NaN). f32 (and f16 and bf16, computed in
+// f32); f64 by branches and CUDA's exp and log1p.
+__device__ __forceinline__ float sc_logaddexp(float a, float b) {
+    return fmaxf(a, b) + sc_log1p_exp(a == b ? 0.0f : -fabsf(a - b));
+}
 template <class T> __device__ __forceinline__ T sc_logaddexp(T a, T b) {
     if (a != a || b != b) return a + b;
     if (a == b) return a + sc_log((T)2);  // also inf+inf and -inf+-inf without NaN
