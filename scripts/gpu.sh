@@ -214,6 +214,7 @@ echo
 echo "================ summary ================"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
 [ -f "$OUT/tests.log" ] && grep -E "tests|PASSED|FAILED|SKIPPED" "$OUT/tests.log" | tail -6
+[ -f "$OUT/tests.log" ] && grep -h "^worst ulps" "$OUT/tests.log"  # CudaMathFunctions' measured errors
 echo "sanitizer:$SAN"
 cat "$OUT/first_launch.txt"
 [ -f "$OUT/compile_ab.txt" ] && cat "$OUT/compile_ab.txt"
