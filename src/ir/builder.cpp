@@ -453,9 +453,16 @@ NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc) {
     return n;
 }
 
-void refuse_interleave_lengths(const SourceLoc& loc, int dim, const std::string& even, const std::string& odd) {
+namespace {
+[[noreturn]] void refuse_interleave_lengths(const SourceLoc& loc, int dim, const std::string& even,
+                                            const std::string& odd) {
     user_error(loc, cat("interleave needs the first tensor as long as the second or one longer along dim ", dim,
                         ", got ", even, " and ", odd));
+}
+}  // namespace
+
+void check_interleave_lengths(const SourceLoc& loc, int dim, std::int64_t even, std::int64_t odd) {
+    if (even - odd != 0 && even - odd != 1) refuse_interleave_lengths(loc, dim, cat(even), cat(odd));
 }
 
 NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc loc) {

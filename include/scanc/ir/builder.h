@@ -60,10 +60,9 @@ NodeRef make_slice(NodeRef x, std::int64_t dim, Size start, Size stop, std::int6
                    SourceLoc loc = {});
 NodeRef make_concat(std::int64_t dim, std::vector<NodeRef> xs, SourceLoc loc = {});
 // Lengths along `dim` must satisfy len(even) - len(odd) in {0, 1}; checked here when both are
-// constant, else at run time (refuse_interleave_lengths, the one message for both).
+// constant, else at run time by check_interleave_lengths (one message for both).
 NodeRef make_interleave(std::int64_t dim, NodeRef even, NodeRef odd, SourceLoc loc = {});
-[[noreturn]] void refuse_interleave_lengths(const SourceLoc& loc, int dim, const std::string& even,
-                                            const std::string& odd);
+void check_interleave_lengths(const SourceLoc& loc, int dim, std::int64_t even, std::int64_t odd);
 
 // Rebuilds `node` over new inputs with the same op and attributes, re-inferring types; a
 // slice's bounds get the symbols in `sizes` replaced (as its inputs' shapes had theirs).

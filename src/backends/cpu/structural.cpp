@@ -48,8 +48,7 @@ void run_structural(const Stage& stage, std::vector<Tensor>& values, const Bindi
         const Tensor& even = values[stage.inputs[0]];
         const Tensor& odd = values[stage.inputs[1]];
         std::int64_t ne = even.sizes()[dim], no = odd.sizes()[dim];
-        if (ne - no != 0 && ne - no != 1)
-            refuse_interleave_lengths(node.loc, dim, cat(ne), cat(no));
+        check_interleave_lengths(node.loc, dim, ne, no);
         copy_elements(narrow(out, dim, 0, ne, 2).view(), even.view());
         copy_elements(narrow(out, dim, 1, no, 2).view(), odd.view());
     }

@@ -145,7 +145,7 @@ public:
             const int d = n->as<InterleaveAttr>().dim;
             const i64 even = n->inputs[0]->type().shape[d].evaluate(bindings_);
             const i64 odd = n->inputs[1]->type().shape[d].evaluate(bindings_);
-            if (even - odd != 0 && even - odd != 1) refuse_interleave_lengths(n->loc, d, cat(even), cat(odd));
+            check_interleave_lengths(n->loc, d, even, odd);
         }
         host_ = std::none_of(inputs.begin(), inputs.end(),
                              [](auto& v) { return v.device.kind == DeviceKind::CUDA; });

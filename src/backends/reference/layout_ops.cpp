@@ -68,8 +68,7 @@ Tensor run_concat(const Node& node, std::span<const Tensor> inputs) {
 Tensor run_interleave(const Node& node, const Tensor& even, const Tensor& odd) {
     int dim = node.as<InterleaveAttr>().dim;
     std::int64_t ne = even.sizes()[dim], no = odd.sizes()[dim];
-    if (ne - no != 0 && ne - no != 1)
-        refuse_interleave_lengths(node.loc, dim, cat(ne), cat(no));
+    check_interleave_lengths(node.loc, dim, ne, no);
     std::vector<std::int64_t> sizes = even.sizes();
     sizes[dim] = ne + no;
     Tensor out = Tensor::empty(node.type().dtype, sizes);

@@ -137,11 +137,12 @@ SC_UNARY(sc_ceil, ceilf(x), ceil(x))
 SC_UNARY(sc_sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
 // log(1 + exp(d)) for d <= 0 in f32, the heart of logaddexp and softplus: straight-line, about
 // 36 instructions, where logaddexp by log1pf(expf(d)) with branches took about 72 (SASS of one
-// call) and logcumsumexp ran compute-bound at a third of copy. e = exp(d) is 2^t by MUFU ex2, t = d log2(e) rounded, and
-// the product's rounding carried beside it as e = p + pc; log1p(e) = 2 atanh(s) with
-// s = e / (2 + e) <= 1/3 from a reciprocal refined once (the denominator's rounding included),
-// and atanh(s) / s - 1 = s^2 P(s^2), P a cubic fitted on [0, 1/9] (2^-27.5 relative). Below
-// d = -104, e rounds to 0. Error: docs/semantics.md (measured by the GPU tests).
+// call) and logcumsumexp ran compute-bound at a third of copy. e = exp(d) is 2^t by MUFU ex2,
+// t = d log2(e) rounded, and the product's rounding carried beside it as e = p + pc;
+// log1p(e) = 2 atanh(s) with s = e / (2 + e) <= 1/3 from a reciprocal refined once (the
+// denominator's rounding included), and atanh(s) / s - 1 = s^2 P(s^2), P a cubic fitted on
+// [0, 1/9] (2^-27.5 relative). Below d = -104, e rounds to 0. Error: docs/semantics.md (measured
+// by the GPU tests).
 __device__ __forceinline__ float sc_log1p_exp(float d) {
     d = d < -104.0f ? -104.0f : d;  // e rounds to 0 below; a NaN d stays NaN
     const float t = d * 1.44269502162933349609375f;
@@ -155,7 +156,8 @@ __device__ __forceinline__ float sc_log1p_exp(float d) {
     float s = p * r;
     s = fmaf(r, fmaf(-s, q_lo, fmaf(-q, s, p) + pc), s);
     const float z = s * s, s2 = s + s;
-    const float poly = fmaf(fmaf(fmaf(1.401369274e-01f, z, 1.399914473e-01f), z, 2.001088858e-01f), z, 3.333320618e-01f);
+    const float poly =
+        fmaf(fmaf(fmaf(1.401369274e-01f, z, 1.399914473e-01f), z, 2.001088858e-01f), z, 3.333320618e-01f);
     return fmaf(s2, z * poly, s2);
 }
 __device__ __forceinline__ float sc_softplus(float x) { return fmaxf(x, 0.0f) + sc_log1p_exp(-fabsf(x)); }
