@@ -1,6 +1,7 @@
 // The tuning table and its SCANC_CUDA_TUNING overrides (host only: no GPU needed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "scanc/error.h"
@@ -92,12 +93,12 @@ TEST(CudaTuning, TheScalarLookBackTilesAreShorterThanTheVectorOnesOnSm90SoThatTh
     EXPECT_EQ(choose_tuning(4, 90).scalar_row_items(), choose_tuning(4, 90).row_items);
 }
 
-TEST(CudaTuning, HeavyCombinesTakeLookBackRowsTilesOf32ItemsAndLightOnesKeepTheTables) {
+TEST(CudaTuning, HeavyCombinesLookBackTilesHold64StateWordsAThreadAndLightOnesKeepTheTables) {
     for (int words : {1, 2}) {
         const Tuning light = choose_tuning(words, 90, kHeavyCombine - 1), heavy = choose_tuning(words, 90, kHeavyCombine);
-        EXPECT_GT(light.row_items, 32) << words;
-        EXPECT_EQ(heavy.row_items, 32) << words;
-        EXPECT_EQ(heavy.scalar_row_items(), 32) << words;
+        EXPECT_GT(light.row_items, 64 / words) << words;
+        EXPECT_EQ(heavy.row_items, 64 / words) << words;
+        EXPECT_EQ(heavy.scalar_row_items(), std::min(light.scalar_row_items(), 64 / words)) << words;
         EXPECT_EQ(heavy.shared_row_items(), light.shared_row_items()) << words;
         EXPECT_EQ(heavy.col_rows, light.col_rows) << words;
     }

@@ -198,9 +198,13 @@ Tuning choose_tuning(int state_words, int cc, int combine_weight) {
     // A heavy combine (a transcendental function or more) unrolled over 96 items outgrows the
     // instruction cache: logcumsumexp 1-D, 16,184 instructions, stalled on no_instruction at 9.3%
     // of copy, and read 25.6% at 32 items (nineteenth session). Max kept 96 (72.5 against 64.3%).
+    // Since logaddexp's own 36 instructions (fifty-fourth session) 64 one-word items fit: lse 1-D
+    // 42.5 -> 51.5% on an H100. Code grows with items x words, so wider states keep 32 items;
+    // rows of one tile keep the table's 32 (at 64, lse rows lost 70.5 -> 46.2%).
     if (combine_weight >= kHeavyCombine) {
-        t.row_items = std::min(t.row_items, 32);
-        t.scalar_items = std::min(t.scalar_row_items(), 32);
+        int items = kHeavyCombineWords / std::max(state_words, 1);
+        t.row_items = std::min(t.row_items, items);
+        t.scalar_items = std::min(t.scalar_row_items(), items);
     }
     if (const char* env = std::getenv("SCANC_CUDA_TUNING"); env && *env) apply_overrides(t, env);
     return t;

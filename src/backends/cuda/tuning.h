@@ -104,6 +104,8 @@ struct Tuning {
 // RuntimeError if it does not parse. `combine_weight` (codegen's combine_weight) at
 // kHeavyCombine or more takes shorter look-back rows tiles.
 inline constexpr int kTranscendentalWeight = 32, kHeavyCombine = kTranscendentalWeight;
+// A heavy combine's look-back tiles hold at most this many state words a thread.
+inline constexpr int kHeavyCombineWords = 64;
 Tuning choose_tuning(int state_words, int cc, int combine_weight = 1);
 
 // Bytes of dynamic shared memory of a rows transpose: one padded segment of 32 x items words
