@@ -105,6 +105,21 @@ TEST(CudaTuning, HeavyCombinesLookBackTilesHold64StateWordsAThreadAndLightOnesKe
     EXPECT_EQ(choose_tuning(4, 90, kHeavyCombine).row_items, choose_tuning(4, 90).row_items);  // already short
 }
 
+TEST(CudaTuning, HeavyOneWordCombinesRunFourLookBackAndColsBlocksAnSmOnSm90AndTheRestKeepTheTables) {
+    const Tuning light = choose_tuning(1, 90), heavy = choose_tuning(1, 90, kHeavyCombine);
+    EXPECT_LT(light.min_blocks, 4);
+    EXPECT_LT(light.cols_min_blocks(), 4);
+    EXPECT_EQ(heavy.min_blocks, 4);
+    EXPECT_EQ(heavy.cols_min_blocks(), 4);
+    EXPECT_EQ(heavy.shared_rows_min_blocks(), light.shared_rows_min_blocks());
+    EXPECT_EQ(heavy.res_min_blocks, light.res_min_blocks);
+    const Tuning light2 = choose_tuning(2, 90), heavy2 = choose_tuning(2, 90, kHeavyCombine);
+    EXPECT_EQ(heavy2.min_blocks, light2.min_blocks);
+    EXPECT_EQ(heavy2.cols_min_blocks(), light2.cols_min_blocks());
+    EXPECT_EQ(choose_tuning(1, 80, kHeavyCombine).min_blocks, choose_tuning(1, 80).min_blocks);
+    EXPECT_EQ(choose_tuning(1, 80, kHeavyCombine).cols_min_blocks(), choose_tuning(1, 80).cols_min_blocks());
+}
+
 TEST(CudaTuning, RowsAndMinBlocksOverridesSizeEveryRowsKernelUnlessSplitAgain) {
     {
         Env env("rows=64x4,mb=6");

@@ -201,10 +201,20 @@ Tuning choose_tuning(int state_words, int cc, int combine_weight) {
     // Since logaddexp's own 36 instructions (fifty-fourth session) 64 one-word items fit: lse 1-D
     // 42.5 -> 51.5% on an H100. Code grows with items x words, so wider states keep 32 items;
     // rows of one tile keep the table's 32 (at 64, lse rows lost 70.5 -> 46.2%).
+    // Such a combine keeps the SM's issue slots, not DRAM, busy, and its tiles wait on its
+    // latency: at the table's 3 look-back rows and 2 cols blocks an SM, 12 and 16 warps, lse 1-D
+    // and dim 0 issued 0.47-0.49 instructions a cycle per scheduler. 4 blocks an SM of both
+    // (fifty-fifth session, H100): lse 1-D 51.9 -> 57.4%, dim 0 42.9 -> 58.4% (its 64 registers
+    // spill some, and still won over 8x16 tiles without spills, 53.9%). Measured on sm_90 and
+    // one-word states; wider states keep the table's.
     if (combine_weight >= kHeavyCombine) {
-        int items = kHeavyCombineWords / std::max(state_words, 1);
+        const int words = std::max(state_words, 1), items = kHeavyCombineWords / words;
         t.row_items = std::min(t.row_items, items);
         t.scalar_items = std::min(t.scalar_row_items(), items);
+        if (cc >= 90) {
+            t.min_blocks = std::max(t.min_blocks, kHeavyCombineMinBlocks / words);
+            t.col_min_blocks = std::max(t.cols_min_blocks(), kHeavyCombineMinBlocks / words);
+        }
     }
     if (const char* env = std::getenv("SCANC_CUDA_TUNING"); env && *env) apply_overrides(t, env);
     return t;
