@@ -89,6 +89,14 @@ CombineRef lse_libm_combine() {
         return Exprs{dsl::max(l[0], r[0]) + dsl::log1p(dsl::exp(-dsl::abs(l[0] - r[0])))};
     });
 }
+// Online softmax's running (max, sum of exp): two exponentials a combine over two leaves, the
+// heavy combine of an eight-byte state.
+CombineRef softmax_combine() {
+    return dsl::trace_combine("softmax", 2, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
+        Expr m = dsl::max(l[0], r[0]);
+        return Exprs{m, l[1] * dsl::exp(l[0] - m) + r[1] * dsl::exp(r[0] - m)};
+    });
+}
 CombineRef affine_combine() {
     return dsl::trace_combine("affine", 2, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
         return Exprs{l[0] * r[0], r[0] * l[1] + r[1]};
@@ -229,17 +237,23 @@ int first_launch(const std::string& which) {
     return 0;
 }
 
-// The scan of `combine` ("add", "max", "affine", else log-sum-exp) in f64 on the host.
+// The scan of `combine` ("add", "max", "affine", "softmax", else log-sum-exp) in f64 on the
+// host: its last leaf.
 std::vector<float> host_scan(const std::string& combine, const std::vector<std::vector<float>>& leaves, long long outer,
                              long long len, long long inner) {
     std::vector<float> out(leaves[0].size());
     for (long long o = 0; o < outer; ++o)
         for (long long i = 0; i < inner; ++i) {
-            double h = 0;
+            double h = 0, m = 0;  // m: softmax's running maximum
             for (long long t = 0; t < len; ++t) {
                 long long at = (o * len + t) * inner + i;
                 const double x = leaves.back()[at];
                 if (combine == "affine") h = leaves[0][at] * h + x;
+                else if (combine == "softmax") {
+                    const double xm = leaves[0][at], top = t == 0 ? xm : std::max(m, xm);
+                    h = t == 0 ? x : h * std::exp(m - top) + x * std::exp(xm - top);
+                    m = top;
+                }
                 else if (combine == "add") h += x;
                 else if (t == 0) h = x;
                 else if (combine == "max") h = std::max(h, x);
@@ -320,7 +334,10 @@ int sweep(int n_tunings, char** tunings, double copy_bw, const RunOptions& opts,
                  {"lse dim 0", lse_combine(), {4096, 8192}, 0},
                  {"lse_libm 1-D", lse_libm_combine(), {1ll << 28}, 0},
                  {"lse_libm rows", lse_libm_combine(), {8192, 4096}, 1},
-                 {"lse_libm dim 0", lse_libm_combine(), {4096, 8192}, 0}};
+                 {"lse_libm dim 0", lse_libm_combine(), {4096, 8192}, 0},
+                 {"softmax 1-D", softmax_combine(), {1ll << 28}, 0},
+                 {"softmax rows", softmax_combine(), {8192, 4096}, 1},
+                 {"softmax dim 0", softmax_combine(), {4096, 8192}, 0}};
     std::vector<std::string> only;  // SWEEP_ONLY's alternatives
     if (const char* env = std::getenv("SWEEP_ONLY"))
         for (std::string text(env); !text.empty();) {

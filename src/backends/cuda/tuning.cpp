@@ -205,8 +205,10 @@ Tuning choose_tuning(int state_words, int cc, int combine_weight) {
     // latency: at the table's 3 look-back rows and 2 cols blocks an SM, 12 and 16 warps, lse 1-D
     // and dim 0 issued 0.47-0.49 instructions a cycle per scheduler. 4 blocks an SM of both
     // (fifty-fifth session, H100): lse 1-D 51.9 -> 57.4%, dim 0 42.9 -> 58.4% (its 64 registers
-    // spill some, and still won over 8x16 tiles without spills, 53.9%). Measured on sm_90 and
-    // one-word states; wider states keep the table's.
+    // spill some, and still won over 8x16 tiles without spills, 53.9%). Wider states keep the
+    // table's: softmax's pair lost in cols at 3 and 4 (82.4 -> 71.7, 48.2%), and 4 look-back
+    // blocks, equal to the one-tile kernel's, send rows of one tile to the look-back kernel
+    // (row_tiles: rows -2.5 points for 1-D's +10).
     if (combine_weight >= kHeavyCombine) {
         const int words = std::max(state_words, 1), items = kHeavyCombineWords / words;
         t.row_items = std::min(t.row_items, items);
