@@ -105,7 +105,7 @@ TEST(CudaTuning, HeavyCombinesLookBackTilesHold64StateWordsAThreadAndLightOnesKe
     EXPECT_EQ(choose_tuning(4, 90, kHeavyCombine).row_items, choose_tuning(4, 90).row_items);  // already short
 }
 
-TEST(CudaTuning, HeavyOneWordCombinesRunFourLookBackAndColsBlocksAnSmOnSm90AndTheRestKeepTheTables) {
+TEST(CudaTuning, HeavyCombinesRunFourLookBackBlocksAnSmOnSm90AndFourColsBlocksOverTheirWords) {
     const Tuning light = choose_tuning(1, 90), heavy = choose_tuning(1, 90, kHeavyCombine);
     EXPECT_LT(light.min_blocks, 4);
     EXPECT_LT(light.cols_min_blocks(), 4);
@@ -114,8 +114,13 @@ TEST(CudaTuning, HeavyOneWordCombinesRunFourLookBackAndColsBlocksAnSmOnSm90AndTh
     EXPECT_EQ(heavy.shared_rows_min_blocks(), light.shared_rows_min_blocks());
     EXPECT_EQ(heavy.res_min_blocks, light.res_min_blocks);
     const Tuning light2 = choose_tuning(2, 90), heavy2 = choose_tuning(2, 90, kHeavyCombine);
-    EXPECT_EQ(heavy2.min_blocks, light2.min_blocks);
-    EXPECT_EQ(heavy2.cols_min_blocks(), light2.cols_min_blocks());
+    EXPECT_EQ(heavy2.min_blocks, 4);
+    EXPECT_EQ(heavy2.cols_min_blocks(), std::max(light2.cols_min_blocks(), 2));
+    // The one-tile kernel keeps its own blocks, as many as the look-back kernel's or more, so
+    // rows of one tile stay there (row_tiles).
+    EXPECT_GE(heavy2.shared_min_blocks, heavy2.min_blocks);
+    for (int words : {4, 8})  // the generic rows, not measured there
+        EXPECT_EQ(choose_tuning(words, 90, kHeavyCombine).min_blocks, choose_tuning(words, 90).min_blocks) << words;
     EXPECT_EQ(choose_tuning(1, 80, kHeavyCombine).min_blocks, choose_tuning(1, 80).min_blocks);
     EXPECT_EQ(choose_tuning(1, 80, kHeavyCombine).cols_min_blocks(), choose_tuning(1, 80).cols_min_blocks());
 }

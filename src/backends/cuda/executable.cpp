@@ -65,10 +65,11 @@ void allow_dynamic_smem(CUfunction fn, unsigned bytes, const DeviceInfo& info) {
 // How rows of `len` take the look-back rows kernels' tiles (scan_rows in kernels.cpp): rows of
 // one shared tile take the fewest warps of it, a power of two, whose segments hold them, and
 // share it (`per_tile` rows) where that leaves room; a row that fills a look-back tile of the
-// same size runs there, unless the shared kernel fits more blocks to an SM (heavy combines'
-// look-back tiles are as short as the shared ones: logcumsumexp rows of 4096, 33.7% of copy in
-// the shared kernel at 8 blocks/SM, 31.1% in the look-back one at 3). `tile`: the elements of
-// one tile.
+// same size runs there, unless the table gives the shared kernel blocks of its own, as many or
+// more (heavy combines' look-back tiles can be as short as the shared ones: logcumsumexp rows of
+// 4096, 33.7% of copy in the shared kernel at 8 blocks/SM, 31.1% in the look-back one at 3;
+// online softmax's rows of 4096 at 4 blocks/SM in both, 97.1% and 94.5%). `tile`: the elements
+// of one tile.
 struct RowTiles {
     bool shared = false;
     i64 per_tile = 1, tile = 0;
@@ -83,7 +84,7 @@ RowTiles row_tiles(i64 len, bool vec, const Tuning& t) {
         while (row_warps * shared_segment < len) row_warps *= 2;
         r.per_tile = std::max<i64>(warps / row_warps, 1);  // warps need not be a power of two
         r.shared = r.per_tile > 1 || shared_segment < segment ||  // else per_tile is 1
-                   t.shared_rows_min_blocks() > t.min_blocks;
+                   (t.shared_min_blocks && t.shared_min_blocks >= t.min_blocks);
     }
     r.tile = (r.shared ? shared_segment : segment) * warps;
     return r;

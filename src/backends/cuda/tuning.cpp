@@ -189,12 +189,13 @@ std::string Tuning::str() const {
 }
 
 Tuning choose_tuning(int state_words, int cc, int combine_weight) {
-    Tuning t = kTable[std::size(kTable) - 1].tuning;
+    const Row* row = &kTable[std::size(kTable) - 1];
     for (const Row& r : kTable)
         if (state_words <= r.max_words && cc >= r.min_cc) {
-            t = r.tuning;
+            row = &r;
             break;
         }
+    Tuning t = row->tuning;
     // A heavy combine (a transcendental function or more) unrolled over 96 items outgrows the
     // instruction cache: logcumsumexp 1-D, 16,184 instructions, stalled on no_instruction at 9.3%
     // of copy, and read 25.6% at 32 items (nineteenth session). Max kept 96 (72.5 against 64.3%).
@@ -205,17 +206,17 @@ Tuning choose_tuning(int state_words, int cc, int combine_weight) {
     // latency: at the table's 3 look-back rows and 2 cols blocks an SM, 12 and 16 warps, lse 1-D
     // and dim 0 issued 0.47-0.49 instructions a cycle per scheduler. 4 blocks an SM of both
     // (fifty-fifth session, H100): lse 1-D 51.9 -> 57.4%, dim 0 42.9 -> 58.4% (its 64 registers
-    // spill some, and still won over 8x16 tiles without spills, 53.9%). Wider states keep the
-    // table's: softmax's pair lost in cols at 3 and 4 (82.4 -> 71.7, 48.2%), and 4 look-back
-    // blocks, equal to the one-tile kernel's, send rows of one tile to the look-back kernel
-    // (row_tiles: rows -2.5 points for 1-D's +10).
+    // spill some, and still won over 8x16 tiles without spills, 53.9%). Look-back rows tiles
+    // hold 64 state words whatever the state; cols tiles hold 32 steps of it, so wider states
+    // keep fewer cols blocks: online softmax's pair (8 bytes) 1-D 73.2 -> 82.9% at 4 look-back
+    // blocks, and dim 0 82.4 -> 71.7% at 3 cols blocks, 48.2% at 4.
     if (combine_weight >= kHeavyCombine) {
         const int words = std::max(state_words, 1), items = kHeavyCombineWords / words;
         t.row_items = std::min(t.row_items, items);
         t.scalar_items = std::min(t.scalar_row_items(), items);
-        if (cc >= 90) {
-            t.min_blocks = std::max(t.min_blocks, kHeavyCombineMinBlocks / words);
+        if (row->min_cc >= 90) {  // the rows measured there (the generic ones keep theirs)
             t.col_min_blocks = std::max(t.cols_min_blocks(), kHeavyCombineMinBlocks / words);
+            t.min_blocks = std::max(t.min_blocks, kHeavyCombineMinBlocks);
         }
     }
     if (const char* env = std::getenv("SCANC_CUDA_TUNING"); env && *env) apply_overrides(t, env);

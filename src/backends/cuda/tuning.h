@@ -104,8 +104,9 @@ struct Tuning {
 // RuntimeError if it does not parse. `combine_weight` (codegen's combine_weight) at
 // kHeavyCombine or more takes shorter look-back rows tiles.
 inline constexpr int kTranscendentalWeight = 32, kHeavyCombine = kTranscendentalWeight;
-// A heavy combine's look-back tiles hold at most this many state words a thread, and on sm_90
-// its look-back rows and cols kernels run at least this many blocks an SM over the state's words.
+// A heavy combine's look-back tiles hold at most this many state words a thread, and under the
+// table's sm_90 rows its look-back rows kernels run at least this many blocks an SM, its cols
+// kernel this many over the state's words.
 inline constexpr int kHeavyCombineWords = 64, kHeavyCombineMinBlocks = 4;
 Tuning choose_tuning(int state_words, int cc, int combine_weight = 1);
 
