@@ -14,11 +14,22 @@ namespace scanc {
 
 enum class TermKind { Symbol, Min, Max, FloorDiv };
 
+namespace {
+// Interval [lo, hi] of a size with every symbol in [0, bound]. nullopt = unbounded.
+struct Range {
+    std::optional<std::int64_t> lo, hi;
+};
+}  // namespace
+
 struct Size::Term {
     TermKind kind;
     SymbolRef symbol;         // Symbol
     std::vector<Size> args;   // Min, Max: two (sorted); FloorDiv: one
     std::int64_t divisor = 1;  // FloorDiv
+    // The term's range, set where it is made (a term never changes): a size that nests its
+    // length in min/max terms (a chain of slices, each of the one before) needs the ranges of
+    // every term below at each new one, and walking them anew took time quadratic in the chain.
+    Range range;
 };
 
 namespace {
@@ -160,10 +171,7 @@ struct SizeOps {
         }
         if (diff.hi && *diff.hi <= 0) return kind == TermKind::Min ? a : b;
         if (diff.lo && *diff.lo >= 0) return kind == TermKind::Min ? b : a;
-        auto t = std::make_shared<Size::Term>();
-        t->kind = kind;
-        t->args = compare(a, b) <= 0 ? std::vector<Size>{a, b} : std::vector<Size>{b, a};
-        return from_term(t);
+        return from_term(make_term(kind, compare(a, b) <= 0 ? std::vector<Size>{a, b} : std::vector<Size>{b, a}));
     }
 
     static std::int64_t floor_div(std::int64_t a, std::int64_t d) {
@@ -213,11 +221,7 @@ struct SizeOps {
             for (auto& term : r.terms_) term.second /= d;
             return r;
         }
-        auto t = std::make_shared<Size::Term>();
-        t->kind = TermKind::FloorDiv;
-        t->args = {a};
-        t->divisor = d;
-        return from_term(t);
+        return from_term(make_term(TermKind::FloorDiv, {a}, d));
     }
 
     using ValueMemo = std::unordered_map<const Size::Term*, std::int64_t>;
@@ -247,30 +251,19 @@ struct SizeOps {
         return v;
     }
 
-    // Interval [lo, hi] of a size with every symbol in [0, bound]. nullopt hi = unbounded.
-    struct Range {
-        std::optional<std::int64_t> lo, hi;
-    };
-
     static Range scale(Range r, std::int64_t k) {
         auto times_k = [k](std::optional<std::int64_t> v) { return bound_of(mul, v, k); };
         return k >= 0 ? Range{times_k(r.lo), times_k(r.hi)} : Range{times_k(r.hi), times_k(r.lo)};
     }
 
-    // Ranges of the terms met during one outermost range_of, by term. A term's range depends
-    // on the term alone, and a size nests its length in min/max terms several times (a slice of
-    // a slice of ... : x[1:T] holds x's length twice), so walking each occurrence anew takes time
-    // exponential in the nesting. The memo holds each term it saw, so no pointer is reused while
-    // it lives.
-    using RangeMemo = std::unordered_map<const Size::Term*, std::pair<TermRef, Range>>;
-    static inline thread_local WalkMemo<RangeMemo> range_memo;
-
-    static Range memo_range_of_term(const TermRef& t) {
-        RangeMemo& ranges = range_memo.memo;
-        if (auto it = ranges.find(t.get()); it != ranges.end()) return it->second.second;
-        Range r = range_of_term(*t);
-        ranges.emplace(t.get(), std::pair{t, r});
-        return r;
+    // A new term of `kind` over `args`, its range set.
+    static TermRef make_term(TermKind kind, std::vector<Size> args, std::int64_t divisor = 1) {
+        auto t = std::make_shared<Size::Term>();
+        t->kind = kind;
+        t->args = std::move(args);
+        t->divisor = divisor;
+        t->range = range_of_term(*t);
+        return t;
     }
 
     static Range range_of_term(const Size::Term& t) {
@@ -312,11 +305,10 @@ struct SizeOps {
     static Range range_of(const Size& s, int depth = 1) {
         // The sums below only regroup s's terms (no term is made or freed), so the orders of
         // pairs of them hold throughout the outermost call.
-        OutermostMemo<RangeMemo> ranges(range_memo);
         OutermostMemo<CompareMemo> orders(compare_memo);
         Range r{s.constant_, s.constant_};
         for (auto& [t, coeff] : s.terms_) {
-            Range tr = scale(memo_range_of_term(t), coeff);
+            Range tr = scale(t->range, coeff);
             r.lo = bound_of(add, r.lo, tr.lo);
             r.hi = bound_of(add, r.hi, tr.hi);
         }
@@ -401,6 +393,7 @@ Size::Size(std::int64_t constant) : constant_(constant) {}
 Size Size::symbol(SymbolRef s) {
     auto t = std::make_shared<Term>();
     t->kind = TermKind::Symbol;
+    t->range = {0, s->bound};
     t->symbol = std::move(s);
     return SizeOps::from_term(t);
 }

@@ -155,6 +155,10 @@ std::vector<NodeRef> ScanLowering::apply(const std::vector<NodeRef>& left,
                 std::optional<DType> to;
                 if (n->op == Op::Cast) to = n->as<CastAttr>().to;
                 out = make_elementwise(n->op, std::move(args), loc, to);
+                // A cast to f16 or bf16 rounds there, and the combine goes on in f32, as the
+                // reference computes it (the operations after it would otherwise round too).
+                if (to && compute_dtype(*to) != *to)
+                    out = make_elementwise(Op::Cast, {out}, loc, compute_dtype(*to));
             }
         }
         value[n] = out;

@@ -210,6 +210,40 @@ TEST(LowerProgram, HalfPrecisionScansComputeInF32AndRoundOnlyTheirOutputs) {
     }
 }
 
+TEST(LowerProgram, CastsToHalfPrecisionInsideACombineRoundThereAndTheCombineGoesOnInF32) {
+    // f16(c) * 1000 is 100000 in f32 and inf in f16; max(a, f16(b)) takes an f16 operand beside
+    // the f32 that a's f16 leaf computes in; bf16(c) beside bf16 leaves. (Each exact in any
+    // association, so the lowered scans' bits are the reference's.)
+    Module m = parse_module(
+        "combine clamp(a | b; c) { return min(max(a, b), f32(f16(c) * 1000) / 1000) }\n"
+        "combine add(a | b) { return max(a, f16(b)) + f16(0) }\n"
+        "combine pick(a | b; c) { return min(max(a, b), bf16(c)) }\n"
+        "program p(x: f32[T, N], c: f32[1, N], h: f16[T, N], g: bf16[T, N]) {\n"
+        "  y = scan clamp(x) dim=0 with (c)\n  z = scan add(h) dim=0\n"
+        "  w = scan pick(g) dim=0 with (c)\n  return y, z, w\n}\n");
+    const ProgramRef p = m.programs.back();
+    std::mt19937_64 rng(11);
+    auto narrow = [&](DType dtype, std::int64_t t) {  // uniform in [-1, 1), rounded to dtype
+        Tensor f = random_tensor(DType::F64, {t, 5}, rng), out = Tensor::empty(dtype, {t, 5});
+        for (std::int64_t i = 0; i < 5 * t; ++i)
+            store_scalar(Scalar::of_double(dtype, static_cast<const double*>(f.data())[i]),
+                         static_cast<char*>(out.data()) + i * 2);
+        return out;
+    };
+    for (std::int64_t t : {1, 2, 7, 17}) {
+        std::vector<Tensor> inputs = {random_tensor(DType::F32, {t, 5}, rng, 150, 300),
+                                      random_tensor(DType::F32, {1, 5}, rng, 99, 101),
+                                      narrow(DType::F16, t), narrow(DType::BF16, t)};
+        for (auto a : kAlgorithms) {
+            LowerOptions o;
+            o.algorithm = a;
+            o.sizes = {{"T", t}, {"N", 5}};
+            SCOPED_TRACE(cat("T = ", t, " ", algorithm_name(a)));
+            expect_same_results(p, lower_scans(*p, o), inputs, 0);
+        }
+    }
+}
+
 TEST(LowerProgram, AScanOfAtMostOneStepKeepsItsResultsNameAndLeavesTheProgramAsItWas) {
     // Such a scan lowers to its leaf, a node of the program: the result is named as the scan
     // was, and the program's own nodes keep their names.
