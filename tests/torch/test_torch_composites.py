@@ -373,3 +373,24 @@ def test_a_narrow_float_compared_with_a_number_beyond_its_range_compiles():
     assert torch.equal(compiled(x), loop_scan(latest_above, x, 1))
     assert torch.equal(st.associative_scan(latest_above, x, 1), loop_scan(latest_above, x, 1))
     torch._dynamo.reset()
+
+
+NARROW_CARRIES = {  # each combine's scan of ones in f32 is sqrt(n), log2(n) and n - 1
+    "hypot": (torch.hypot, 1.0),
+    "logaddexp2": (torch.logaddexp2, 0.0),
+    "affine through addcmul": (lambda a, b: torch.addcmul(b, a, torch.ones_like(a)), 1.0),
+}
+
+
+@pytest.mark.parametrize("name", NARROW_CARRIES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_composite_of_narrow_floats_keeps_the_carry_in_f32_whatever_the_columns(name, dtype):
+    # Rounded at the composite's end, the carry rounded at every step: bf16 hypot over 1025
+    # ones read 16 (64 columns), 31.6 (1) or 32 (16), as the scan happened to associate.
+    combine, fill = NARROW_CARRIES[name]
+    results = [st.associative_scan(combine, torch.full((1025, columns), fill, dtype=dtype), 0)
+               for columns in (1, 16, 64)]
+    want = loop_scan(combine, torch.full((1025, 1), fill), 0).to(dtype)
+    for got in results:
+        torch.testing.assert_close(got[:, :1], want, rtol=2 ** -7, atol=0)
+        assert torch.equal(got, got[:, :1].expand_as(got))

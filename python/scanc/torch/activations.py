@@ -1,8 +1,8 @@
 """torch.nn.functional's activations inside a combine, written with scanc's operations as
 torch's CPU kernels write them (aten/src/ATen/native/cpu/Activation.cpp), so that NaN, the
 infinities and signed zeros come out as torch's: which branch a NaN or a zero takes is each
-kernel's comparison, kept here. Floats only where torch's are; f16 and bf16 compute in f32 and
-round once (composites._in_f32), as torch's kernels do.
+kernel's comparison, kept here. Floats only where torch's are; f16 and bf16 compute in f32
+(composites._in_f32), as torch's kernels do.
 
 A parameter is compared through torch.gt and its kin, not `>`: under Dynamo with dynamic shapes
 a float parameter may be symbolic, and Dynamo's own `>` of a traced operand and a symbolic float

@@ -64,11 +64,23 @@ def _narrow(*operands) -> torch.dtype | None:
 
 
 def _in_f32(fn, *operands):
-    """fn of the operands, computed in f32 and rounded to their dtype where that is f16 or
-    bf16, as torch's kernels do (their opmath type)."""
+    """fn of the operands computed in f32 where they are f16 or bf16, as torch's kernels
+    compute (their opmath type). Inside a combine f16 and bf16 operations compute in f32 and
+    round only where the combine's results are stored, so fn runs on traced operands as they
+    are, its numbers compared at f32 precision (the recorder's opmath): a rounding at fn's end
+    would round the scan's carry at every step, and the result then depends on how the scan
+    associates (bf16 hypot over 1025 ones: 16, 31.6 or 32 by the number of columns). Anything
+    else (constants computed by torch) rounds once, as torch's kernels do."""
     narrow = _narrow(*operands)
     if narrow is None:
         return fn(*operands)
+    rec = next((v._rec for v in operands if hasattr(v, "_rec")), None)  # a trace.Tracer's
+    if rec is not None:
+        rec.opmath += 1
+        try:
+            return fn(*operands)
+        finally:
+            rec.opmath -= 1
     wide = [v.float() if _dtype(v) == narrow else v for v in operands]
     return fn(*wide).to(narrow)
 

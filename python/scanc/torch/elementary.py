@@ -1,8 +1,8 @@
 """torch's elementwise functions that scanc has no operation for — hyperbolic functions, tan,
 logit, rounding, frac, heaviside, sinc, angle conversions, xlog1py, ldexp — written with its
 operations. Each keeps torch's answers at NaN, the infinities and signed zeros, and its result
-dtypes (integers become the default float where torch's do); f16 and bf16 compute in f32 and
-round once. The transcendental ones are within a few ulp of torch's (their parts are each
+dtypes (integers become the default float where torch's do); f16 and bf16 compute in f32
+(composites._in_f32). The transcendental ones are within a few ulp of torch's (their parts are each
 within 1 ulp), not bit for bit.
 """
 
@@ -169,19 +169,21 @@ def xlog1py(input, other):
 # two (up) or of 2^(min exponent + mantissa bits) (down, so that only the last step can round
 # into the subnormals), then by 2^e with e clamped to the normal range, which changes nothing
 # that was not already 0 or inf. The exponent is first clamped where that cannot change the
-# result either. (f16 and bf16 compute in f32.)
-_LDEXP_STEPS = {  # dtype: (clamp, largest exponent, smallest normal exponent, step down)
+# result either. f16 and bf16 compute in f32 (their operations in a combine do), so they take
+# f32's steps; the exponent stays an integer until it is in the normal range, where every
+# dtype holds it exactly (bf16 would round 301).
+_LDEXP_STEPS = {  # dtype computed in: (clamp, largest exponent, smallest normal exponent, step down)
     torch.float32: (400, 127, -126, -102), torch.float64: (2200, 1023, -1022, -969)}
 
 
 def _times_power_of_two(x, e):
-    limit, high, low, down = _LDEXP_STEPS[x.dtype]
-    e = torch.clamp(e.to(torch.int64), -limit, limit).to(x.dtype)
+    limit, high, low, down = _LDEXP_STEPS[torch.float32 if x.dtype in _NARROW else x.dtype]
+    e = torch.clamp(e.to(torch.int64), -limit, limit)
     for _ in range(2):
         up, dn = torch.gt(e, high), torch.lt(e, low)
         x = torch.where(up, x * 2.0 ** high, torch.where(dn, x * 2.0 ** down, x))
         e = torch.where(up, e - high, torch.where(dn, e - down, e))
-    return x * torch.exp2(torch.clamp(e, low, high))
+    return x * torch.exp2(torch.clamp(e, low, high).to(x.dtype))
 
 
 def ldexp(input, other):
