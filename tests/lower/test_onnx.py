@@ -230,11 +230,32 @@ def test_native_cumsum_maps_a_pure_sum_to_onnx_cumsum(tmp_path):
     assert_matches(y, np.cumsum(x.astype(np.float64), axis=1), y.dtype)
 
 
+BOUND_GUARD_OPS = {"Shape", "Sub", "Min", "Mul", "Add", "Reshape"}  # shape arithmetic only
+
+
 def test_default_export_is_primitive_only(tmp_path):
     model, _ = export(tmp_path, "cumsum", "--bound", "T=100")
     ops = {n.op_type for n in model.graph.node}
     assert "CumSum" not in ops and "Scan" not in ops and "Loop" not in ops
-    assert ops <= {"Slice", "Concat", "Add", "Identity"}
+    assert ops <= {"Slice", "Concat", "Add", "Identity"} | BOUND_GUARD_OPS
+    r = scanc("lower", EXAMPLES / "cumsum.scan", "--emit", "onnx", "--size", "N=3,T=100",
+              "--algorithm", "hillis-steele", "-o", tmp_path / "static.onnx")  # no bound to guard
+    assert r.returncode == 0, r.stderr
+    assert {n.op_type for n in onnx.load(tmp_path / "static.onnx").graph.node} <= {"Slice", "Concat", "Add", "Identity"}
+
+
+def test_a_bounded_model_refuses_a_longer_input_naming_the_bound_and_runs_every_length_up_to_it(tmp_path):
+    # Past its bound a lowered scan misses levels: without the guard, lengths 9 to 16 of a
+    # bound of 8 read sums of at most 8 elements.
+    model, session = export(tmp_path, "cumsum", "--algorithm", "hillis-steele", "--bound", "T=8")
+    rng = np.random.default_rng(5)
+    for t in range(0, 9):
+        x = rng.uniform(-1, 1, (3, t)).astype(np.float32)
+        (y,) = session.run(None, {"x": x})
+        assert_matches(y, np.cumsum(x.astype(np.float64), axis=1), y.dtype)
+    for t in (9, 16, 1000):
+        with pytest.raises(Exception, match="T_exceeds_its_bound_8"):
+            session.run(None, {"x": np.ones((3, t), np.float32)})
 
 
 def test_stats_print_the_op_census_and_levels(tmp_path):

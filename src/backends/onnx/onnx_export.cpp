@@ -288,6 +288,34 @@ void emit_node(GraphWriter& g, SizeValues& sizes, const Node& n) {
     }
 }
 
+// Lengths past their bounds. A bounded lowering is right up to its bound only, and ONNX has no
+// assertion: for each bounded symbol's length L, a one-element zero is reshaped to
+// [1 + 3 min(bound - L, 0)] elements, which is itself where L <= bound and an invalid shape
+// (-2 or less) where it is longer, so that onnxruntime fails naming the node
+// (`T_exceeds_its_bound_4096`). The sum of those zeros is what the outputs' slices add to their
+// ends. Only shape arithmetic, Reshape and Slice (no filled tensor, which converters take for a
+// pad). nullopt where no input has a bounded symbol dim.
+std::optional<std::string> bound_guards(GraphWriter& g, const std::vector<NodeRef>& params) {
+    std::optional<std::string> zero;
+    std::set<const Symbol*> guarded;
+    for (auto& p : params) {
+        const Shape& shape = p->type().shape;
+        for (std::size_t i = 0; i < shape.size(); ++i) {
+            SymbolRef symbol = shape[i].as_symbol();
+            if (!symbol || !symbol->bound || !guarded.insert(symbol.get()).second) continue;
+            const std::int64_t axis = static_cast<std::int64_t>(i);
+            std::string room = g.op("Sub", {g.ints({*symbol->bound}),
+                                            dims(g, p->as<ParamAttr>().name, axis, axis + 1)});
+            std::string over = g.op("Mul", {g.op("Min", {room, g.ints({0})}), g.ints({3})});
+            auto* check = g.add("Reshape", {g.ints({0}), g.op("Add", {over, g.ints({1})})},
+                                {g.fresh("bound_zero")});
+            check->set_name(g.fresh(cat(symbol->name, "_exceeds_its_bound_", *symbol->bound)));
+            zero = zero ? g.op("Add", {*zero, check->output(0)}) : check->output(0);
+        }
+    }
+    return zero;
+}
+
 bool valid_name(const std::string& s) {
     if (s.empty()) return false;
     for (char c : s)
@@ -345,11 +373,18 @@ std::string export_onnx(const Program& lowered, const OnnxOptions& options) {
     for (const auto& name : taken) g.reserve(name);
     SizeValues sizes(g, lowered.params);
     for (const Node* n : topo_order(lowered.results)) emit_node(g, sizes, *n);
+    const std::optional<std::string> guard = bound_guards(g, lowered.params);
     for (std::size_t i = 0; i < lowered.results.size(); ++i) {
         const Node* r = lowered.results[i].get();
         const std::string& name = outputs[i];
         const Type& t = r->type();
-        g.add("Identity", {g.value_as(r, t.dtype)}, {name});
+        const std::string value = g.value_as(r, t.dtype);
+        if (guard && !t.shape.empty()) {  // the whole of dim 0, through the guards (bound_guards)
+            std::string end = g.op("Add", {dims(g, value, 0, 1), *guard});
+            g.add("Slice", {value, g.ints({0}), end, g.ints({0})}, {name});
+        } else {
+            g.add("Identity", {value}, {name});
+        }
         set_shape(graph->add_output(), t);
         graph->mutable_output(static_cast<int>(i))->set_name(name);
     }
