@@ -171,7 +171,8 @@ struct SizeOps {
         }
         if (diff.hi && *diff.hi <= 0) return kind == TermKind::Min ? a : b;
         if (diff.lo && *diff.lo >= 0) return kind == TermKind::Min ? b : a;
-        return from_term(make_term(kind, compare(a, b) <= 0 ? std::vector<Size>{a, b} : std::vector<Size>{b, a}));
+        return from_term(make_term(kind, compare(a, b) <= 0 ? std::vector<Size>{a, b}
+                                                            : std::vector<Size>{b, a}));
     }
 
     static std::int64_t floor_div(std::int64_t a, std::int64_t d) {
