@@ -127,6 +127,29 @@ def test_a_combine_that_returns_a_number_keeps_the_leaf_dtype_when_lowered(dtype
 
 
 
+class NarrowSums(torch.nn.Module):
+    def forward(self, x, c):
+        return (st.associative_scan(lambda a, b: a + b + c, x, 1),
+                st.associative_scan(torch.logaddexp2, x, 1, reverse=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_f16_and_bf16_scans_lower_to_f32_arithmetic_rounding_each_output_once(dtype):
+    # One combine: 1 + 0.0004 + 0.0004 is 1.0009765625 in f16 rounded once, 1 after two f16
+    # adds; and bf16 logaddexp2 over 1025 zeros read 9.9375 through bf16 operations, 10 eager.
+    x = torch.tensor([[1.0, 0.0004], [0.0, 0.0]], dtype=dtype)
+    c = torch.tensor(0.0004, dtype=dtype)
+    lowered = st.lower_associative_scans(torch.export.export(NarrowSums(), (x, c))).module()
+    for got, want in zip(lowered(x, c), NarrowSums()(x, c)):
+        assert got.dtype == dtype
+        assert torch.equal(got, want)
+    zeros = torch.zeros(1, 1025, dtype=dtype)
+    lowered = st.lower_associative_scans(torch.export.export(NarrowSums(), (zeros, c))).module()
+    got, want = lowered(zeros, c)[1], NarrowSums()(zeros, c)[1]
+    assert torch.equal(got[0, 0], torch.tensor(10.0, dtype=dtype))
+    torch.testing.assert_close(got, want, rtol=2 ** -7, atol=0)  # the sums reassociate
+
+
 class AnyAndAll(torch.nn.Module):
     def forward(self, x):
         return (st.associative_scan(lambda a, b: a + b, x, 1),

@@ -24,9 +24,10 @@ import torch
 import torch.fx as fx
 
 from . import ir
-from .aten_emit import Emitter, apply_combine
+from .aten_emit import Emitter, _dtype_of, apply_combine
 
 aten = torch.ops.aten
+NARROW = (torch.float16, torch.bfloat16)
 INT_MAX = 2**63 - 1
 # Below this static length "auto" keeps Hillis-Steele: fewer nodes and half the depth (the same
 # rule as the C++ lowering, src/passes/lower_scans.cpp).
@@ -84,6 +85,13 @@ def lower_scan(graph: fx.Graph, comb: ir.Combine, xs: list[fx.Node], captured: l
                dim: int, reverse: bool, length, algorithm: str, bounds) -> list[fx.Node]:
     """The scan's outputs, one fx node per leaf, created at the graph's insertion point."""
     emit = Emitter(graph)
+    # f16 and bf16 leaves and captured values compute in f32 and each output rounds once, as
+    # the op computes them (the carry in f32; a cast inside the combine still rounds there):
+    # aten's f16 operations would round after each.
+    dtypes = [_dtype_of(x) for x in xs]
+    widen = (lambda t: emit.call(aten._to_copy.default, t, dtype=torch.float32)
+             if _dtype_of(t) in NARROW else t)
+    xs, captured = [widen(x) for x in xs], [widen(c) for c in captured]
     y = [emit.call(aten.flip.default, t, [dim]) for t in xs] if reverse else list(xs)
     if choose(algorithm, length) == "work-efficient":
         y = _work_efficient(emit, comb, y, captured, dim, length)
@@ -91,7 +99,9 @@ def lower_scan(graph: fx.Graph, comb: ir.Combine, xs: list[fx.Node], captured: l
         bound = _bound(length, bounds)
         levels = max(math.ceil(math.log2(bound)), 0) if bound > 1 else 0
         y = _hillis_steele(emit, comb, y, captured, dim, levels)
-    return [emit.call(aten.flip.default, t, [dim]) for t in y] if reverse else y
+    y = [emit.call(aten.flip.default, t, [dim]) for t in y] if reverse else y
+    return [emit.call(aten._to_copy.default, t, dtype=d) if d in NARROW else t
+            for t, d in zip(y, dtypes)]
 
 
 def _hillis_steele(emit: Emitter, comb: ir.Combine, y: list[fx.Node], captured, dim: int,
