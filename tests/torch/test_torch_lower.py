@@ -150,6 +150,24 @@ def test_f16_and_bf16_scans_lower_to_f32_arithmetic_rounding_each_output_once(dt
     torch.testing.assert_close(got, want, rtol=2 ** -7, atol=0)  # the sums reassociate
 
 
+class LatestFinite(torch.nn.Module):
+    def forward(self, x):  # b * 0 is NaN for an infinite b; b + 0 is +0 for b = -0
+        return (st.associative_scan(lambda a, b: torch.where(b * 0 == 0, b, a), x, 1),
+                st.associative_scan(lambda a, b: torch.maximum(a, b) + 0 * b, x, 1),
+                st.associative_scan(lambda a, b: torch.where(0 / b == 0, b, a), x, 1))
+
+
+def test_a_lowered_combine_keeps_what_times_zero_plus_zero_and_zero_over_compute():
+    # The lowering's reading of a combine folded b * 0 and 0 / b to 0 and b + 0 to b, which
+    # lets infinities through and loses -0's sign.
+    x = torch.tensor([[1.0, float("inf"), -0.0, 2.0, float("-inf"), 0.0, float("nan"), -3.0]])
+    lowered = st.lower_associative_scans(torch.export.export(LatestFinite(), (x,))).module()
+    for got, want in zip(lowered(x), LatestFinite()(x)):
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+        numbers = ~torch.isnan(want)  # a NaN's sign means nothing
+        assert torch.equal(torch.signbit(got[numbers]), torch.signbit(want[numbers]))
+
+
 class AnyAndAll(torch.nn.Module):
     def forward(self, x):
         return (st.associative_scan(lambda a, b: a + b, x, 1),

@@ -68,9 +68,9 @@ def var(kind: str, index: int) -> Node:
     return Node("var", (kind, index))
 
 
-def const(value: float | int) -> Node:
-    if isinstance(value, bool):
-        value = int(value)
+def const(value: float | int | bool) -> Node:
+    """A constant; a bool stays one (a comparison of constants), so that `&` of it and a bool
+    tensor stays bool where an int would make it int64."""
     return Node("const", value)
 
 
@@ -84,7 +84,8 @@ def _fold(op: str, values: list[Any]) -> Any | None:
     import operator
     binary = {"+": operator.add, "-": operator.sub, "*": operator.mul, "<": operator.lt,
               "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-              "!=": operator.ne, "min": min, "max": max}
+              "!=": operator.ne, "min": min, "max": max, "&": operator.and_,
+              "|": operator.or_, "^": operator.xor}
     try:
         if op in binary:
             return binary[op](*values)
@@ -99,20 +100,22 @@ def _fold(op: str, values: list[Any]) -> Any | None:
             return math.atan2(float(values[0]), float(values[1]))
         if op == "exp2":
             return 2.0 ** float(values[0])
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, TypeError):  # TypeError: `&` of floats
         return None
     return None
 
 
-def make(op: str, *args: Node) -> Node:
-    """The node for `op(args)`, simplified: constants folded, x+0, x*1, x*0, 0/x, --x."""
+def make(op: str, *args: Node, exact: bool = False) -> Node:
+    """The node for `op(args)`, simplified: constants folded, x*1, x/1, x-0, --x and, unless
+    `exact`, x+0, 0-x, x*0 and 0/x, which change a float's -0, inf or NaN (derivatives take
+    them; a combine read from its text keeps what it computes)."""
     if args and all(a.op == "const" for a in args):
         folded = _fold(op, [a.value for a in args])
         if folded is not None and not isinstance(folded, complex):
             return const(folded)
     a = args[0] if args else None
     b = args[1] if len(args) > 1 else None
-    if op == "+":
+    if op == "+" and not exact:
         if a.is_const(0):
             return b
         if b.is_const(0):
@@ -120,10 +123,10 @@ def make(op: str, *args: Node) -> Node:
     elif op == "-":
         if b.is_const(0):
             return a
-        if a.is_const(0):
+        if a.is_const(0) and not exact:
             return make("neg", b)
     elif op == "*":
-        if a.is_const(0) or b.is_const(0):
+        if (a.is_const(0) or b.is_const(0)) and not exact:
             return ZERO
         if a.is_const(1):
             return b
@@ -134,7 +137,7 @@ def make(op: str, *args: Node) -> Node:
         if b.is_const(-1):
             return make("neg", a)
     elif op == "/":
-        if a.is_const(0):
+        if a.is_const(0) and not exact:
             return ZERO
         if b.is_const(1):
             return a
@@ -216,19 +219,21 @@ def _parse_expr(expr: str, temps: dict[str, Node]) -> Node:
     call = re.match(r"(\w+)\((.*)\)$", expr)
     if call and not _NAME.match(call.group(1)):
         fn, args = call.group(1), [_operand(t, temps) for t in _split_args(call.group(2))]
-        return make(f"cast:{fn}" if fn in DTYPES else fn, *args)
+        return make(f"cast:{fn}" if fn in DTYPES else fn, *args, exact=True)
     parts = expr.split()
     if len(parts) == 2:
-        return make("neg" if parts[0] == "-" else "not", _operand(parts[1], temps))
+        return make("neg" if parts[0] == "-" else "not", _operand(parts[1], temps), exact=True)
     if len(parts) == 3:
-        return make(parts[1], _operand(parts[0], temps), _operand(parts[2], temps))
+        return make(parts[1], _operand(parts[0], temps), _operand(parts[2], temps), exact=True)
     return _operand(expr, temps)
 
 
 # ---- writing and running nodes ----
 
 def literal(value: float | int) -> str:
-    """A number as .scan text: `inf`, `nan`, `2.5`, `(-1.0)`."""
+    """A number as .scan text: `inf`, `nan`, `2.5`, `(-1.0)`, a bool as 1 or 0."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
     text = repr(value)
     if text.startswith("-"):
         return f"({text})"
