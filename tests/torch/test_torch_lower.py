@@ -168,6 +168,19 @@ def test_a_lowered_combine_keeps_what_times_zero_plus_zero_and_zero_over_compute
         assert torch.equal(torch.signbit(got[numbers]), torch.signbit(want[numbers]))
 
 
+class LogAddExp(torch.nn.Module):
+    def forward(self, x):
+        return st.associative_scan(torch.logaddexp, x, 1)
+
+
+def test_a_lowered_logaddexp_of_equal_infinities_is_that_infinity():
+    # max + log1p(exp(-|a - b|)) took inf - inf: NaN, which then spread along the scan.
+    x = torch.tensor([[float("inf"), float("inf"), 1.0], [float("-inf"), float("-inf"), 2.0]])
+    lowered = st.lower_associative_scans(torch.export.export(LogAddExp(), (x,))).module()
+    assert torch.equal(lowered(x), LogAddExp()(x))
+    assert torch.equal(lowered(x)[:, 1], torch.tensor([float("inf"), float("-inf")]))
+
+
 class AnyAndAll(torch.nn.Module):
     def forward(self, x):
         return (st.associative_scan(lambda a, b: a + b, x, 1),

@@ -85,9 +85,13 @@ class Emitter:
         if op == "logaddexp":
             # max(a, b) + log1p(exp(-|a - b|)): exporters expand aten.logaddexp naively into
             # log(exp(a) + exp(b)), which overflows.
+            # Equal operands take a gap of 0 (log 2 added), so that equal infinities are
+            # themselves where inf - inf would be NaN, as scanc's and torch's logaddexp.
             a, b = args
             high = self("max", [a, b])
-            gap = self.call(aten.neg.default, self.call(aten.abs.default, self("-", [a, b])))
+            gap = self("where", [self("==", [a, b]), 0.0,
+                                 self.call(aten.neg.default,
+                                           self.call(aten.abs.default, self("-", [a, b])))])
             return self("+", [high, self.call(aten.log1p.default,
                                               self.call(aten.exp.default, gap))])
         target = {"min": aten.minimum.default, "max": aten.maximum.default}.get(op)

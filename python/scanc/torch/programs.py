@@ -105,7 +105,6 @@ def run(compiled: CompiledScan, inputs: list[torch.Tensor],
 _PINNED: dict[tuple, tuple[str, list[int]]] = {}  # (text, literals) -> (pinned text, kept)
 _NUMBERS = re.compile(r"#\s*numbers((?:\s+c\d+)+)\s*$")
 _CAPTURED_NAME = re.compile(r"\bc(\d+)\b")
-_NARROWED_NUMBER = re.compile(r"\b(b?f16)\(c(\d+)\)")
 
 
 def number_captures(text: str) -> list[int]:
@@ -139,11 +138,6 @@ def pin_numbers(text: str, captured: list) -> tuple[str, list]:
         names = {k: f"c{i}" for i, k in enumerate(kept)} | dict(zip(numbers, literals))
         head, brace, body = _NUMBERS.sub("", text).rstrip().partition("{")
         head = re.sub(r";[^)]*\)", f"; {', '.join(names[k] for k in kept)})" if kept else ")", head)
-        # A number beside f16 or bf16 operands is named through a cast to their dtype (trace.py
-        # holds it in f32): its literal takes the cast's place, converted at f32 precision as
-        # an eager call's literal is.
-        body = _NARROWED_NUMBER.sub(
-            lambda m: names[int(m.group(2))] if int(m.group(2)) in numbers else m.group(0), body)
         body = _CAPTURED_NAME.sub(lambda m: names[int(m.group(1))], body)
         hit = (head + brace + body, kept)
         with _LOCK:

@@ -283,10 +283,9 @@ def _same_value(c: torch.Tensor, v: torch.Tensor) -> bool:
         return False
 
 
-def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None, compared: bool = False) -> str:
+def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None) -> str:
     """v's name in the text, as `dtype` where given (casts for tensors, literals spelled for
-    it; a symbolic number under Dynamo is captured as a zero-dim tensor of that dtype).
-    compared: v is a number compared with operands of dtype, which torch rounds to it first."""
+    it; a symbolic number under Dynamo is captured as a zero-dim tensor of that dtype)."""
     if isinstance(v, Tracer):
         if dtype is None or v._dtype == dtype:
             return v._name
@@ -312,20 +311,15 @@ def _operand(rec: _Recorder, v, dtype: torch.dtype | None = None, compared: bool
     if _is_symbolic(v) or (isinstance(v, (int, float)) and not isinstance(v, bool)
                            and torch.compiler.is_compiling()):
         want = dtype if dtype is not None else _typeof(v)[0]
-        # Beside f16 or bf16 operands an eager call's literal converts at f32 precision (the
-        # combine computes in f32), so the number is held in f32 and named through a cast to
-        # `want`, which programs.pin_numbers replaces by its literal where the value is known
-        # (it rounds only where the number stays symbolic). Compared, torch rounds it first.
-        held = torch.float32 if want in _NARROW and not compared else want
         tensor = None
         for number, t in rec.numbers:  # one captured value per number and dtype
-            if number is v and t.dtype == held:
+            if number is v and t.dtype == want:
                 tensor = t
         if tensor is None:
-            if held in (*_FLOATS, torch.bool, torch.int64):
-                tensor = torch.scalar_tensor(v, dtype=held)
+            if want in (*_FLOATS, torch.bool, torch.int64):
+                tensor = torch.scalar_tensor(v, dtype=want)
             else:  # wrapped to `want` as torch wraps a number beside an integer tensor
-                tensor = torch.scalar_tensor(v, dtype=torch.int64).to(held)
+                tensor = torch.scalar_tensor(v, dtype=torch.int64).to(want)
             rec.numbers.append((v, tensor))
         return _operand(rec, tensor, want)
     if not isinstance(v, (bool, int, float)):
@@ -354,10 +348,8 @@ def _cast(rec: _Recorder, x, dtype) -> Tracer:
     return _emit(rec, f"{name}({_operand(rec, x)})", dtype)
 
 
-def _infix(rec: _Recorder, a, op: str, b, dtype: torch.dtype, result: torch.dtype,
-           compared: bool = False) -> Tracer:
-    return _emit(rec, f"{_operand(rec, a, dtype, compared)} {op} {_operand(rec, b, dtype, compared)}",
-                 result)
+def _infix(rec: _Recorder, a, op: str, b, dtype: torch.dtype, result: torch.dtype) -> Tracer:
+    return _emit(rec, f"{_operand(rec, a, dtype)} {op} {_operand(rec, b, dtype)}", result)
 
 
 def _call(rec: _Recorder, fn: str, args, dtype: torch.dtype, result: torch.dtype) -> Tracer:
@@ -429,10 +421,9 @@ def _binary(op: str, a, b, rounding_mode=None) -> Tracer:
     rec = _find_recorder((a, b))
     dtype = _result_type(a, b)
     if op in ("lt", "le", "gt", "ge", "eq", "ne"):
-        rounded = dtype in _NARROW and not rec.opmath
-        if rounded:  # as torch: the number is first rounded to the operands' dtype
-            a, b = (_round_number(v, dtype) for v in (a, b))
-        return _infix(rec, a, _SYMBOLS[op], b, dtype, torch.bool, compared=rounded)
+        if dtype in _NARROW and not rec.opmath:  # as torch: the number is first rounded to
+            a, b = (_round_number(v, dtype) for v in (a, b))  # the operands' dtype
+        return _infix(rec, a, _SYMBOLS[op], b, dtype, torch.bool)
     if dtype == torch.bool and op in ("add", "mul", "sub"):
         if op == "sub":  # torch's own refusal
             raise ValueError("associative_scan: subtraction of bool operands is not supported "
