@@ -394,8 +394,8 @@ Size::Size(std::int64_t constant) : constant_(constant) {}
 Size Size::symbol(SymbolRef s) {
     auto t = std::make_shared<Term>();
     t->kind = TermKind::Symbol;
-    t->range = {0, s->bound};
     t->symbol = std::move(s);
+    t->range = SizeOps::range_of_term(*t);
     return SizeOps::from_term(t);
 }
 
