@@ -30,11 +30,26 @@ struct Size::Term {
     // length in min/max terms (a chain of slices, each of the one before) needs the ranges of
     // every term below at each new one, and walking them anew took time quadratic in the chain.
     Range range;
+
+    // Frees the terms below that only this one holds one after another, where their own
+    // destructors would nest as deep as the terms do (see SizeOps::post_order).
+    ~Term() {
+        std::vector<std::shared_ptr<const Term>> last_held;
+        auto take = [&](std::vector<Size>& sizes) {
+            for (Size& size : sizes)
+                for (auto& term : size.terms_)
+                    if (term.first.use_count() == 1) last_held.push_back(std::move(term.first));
+        };
+        take(args);
+        while (!last_held.empty()) {
+            std::shared_ptr<const Term> t = std::move(last_held.back());
+            last_held.pop_back();
+            take(const_cast<Term&>(*t).args);  // its only holder is t: nothing reads it again
+        }
+    }
 };
 
 namespace {
-
-int compare_sizes(const Size& a, const Size& b);
 
 // A walk's memo on its thread, shared by the walk's nested calls: each call holds it open
 // (OutermostMemo) and the outermost one's end clears it, so the memo lives as long as that call
@@ -61,29 +76,11 @@ struct PairHash {
         return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
     }
 };
-// Orders of the pairs of terms compared during one outermost compare_terms: two equal sizes
+// Orders of the pairs of terms compared during one outermost compare: two equal sizes
 // built apart share few terms, and a nested pair compared anew at each occurrence takes time
 // exponential in the nesting.
 using CompareMemo = std::unordered_map<std::pair<const void*, const void*>, int, PairHash>;
 thread_local WalkMemo<CompareMemo> compare_memo;
-
-int compare_terms(const Size::Term& a, const Size::Term& b) {
-    if (&a == &b) return 0;  // one shared term (sizes share their subterms)
-    if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
-    if (a.kind == TermKind::Symbol) {
-        if (a.symbol->id != b.symbol->id) return a.symbol->id < b.symbol->id ? -1 : 1;
-        return 0;
-    }
-    if (a.divisor != b.divisor) return a.divisor < b.divisor ? -1 : 1;
-    if (a.args.size() != b.args.size()) return a.args.size() < b.args.size() ? -1 : 1;
-    OutermostMemo<CompareMemo> orders(compare_memo);
-    const std::pair<const void*, const void*> key{&a, &b};
-    if (auto it = compare_memo.memo.find(key); it != compare_memo.memo.end()) return it->second;
-    int c = 0;
-    for (std::size_t i = 0; i < a.args.size() && c == 0; ++i) c = compare_sizes(a.args[i], b.args[i]);
-    compare_memo.memo.emplace(key, c);
-    return c;
-}
 
 std::atomic<std::uint64_t> next_symbol_id{1};
 
@@ -127,15 +124,76 @@ struct SizeOps {
         return s;
     }
 
+    // Sizes in canonical order: constant, number of terms, then term by term (a term by kind,
+    // symbol, divisor, then its arguments in order) and coefficient.
     static int compare(const Size& a, const Size& b) {
+        if (int c = compare_heads(a, b)) return c;
+        return compare_walk({&a, &b, nullptr, nullptr});
+    }
+    static int compare_terms(const Size::Term& a, const Size::Term& b) {
+        if (auto c = compare_term_heads(a, b)) return *c;
+        return compare_walk({nullptr, nullptr, &a, &b});
+    }
+
+    static int compare_heads(const Size& a, const Size& b) {
         if (a.constant_ != b.constant_) return a.constant_ < b.constant_ ? -1 : 1;
         if (a.terms_.size() != b.terms_.size()) return a.terms_.size() < b.terms_.size() ? -1 : 1;
-        for (std::size_t i = 0; i < a.terms_.size(); ++i) {
-            if (int c = compare_terms(*a.terms_[i].first, *b.terms_[i].first)) return c;
-            if (a.terms_[i].second != b.terms_[i].second)
-                return a.terms_[i].second < b.terms_[i].second ? -1 : 1;
-        }
         return 0;
+    }
+    // The order of two terms where it shows without comparing their arguments.
+    static std::optional<int> compare_term_heads(const Size::Term& a, const Size::Term& b) {
+        if (&a == &b) return 0;  // one shared term (sizes share their subterms)
+        if (a.kind != b.kind) return a.kind < b.kind ? -1 : 1;
+        if (a.kind == TermKind::Symbol) {
+            if (a.symbol->id != b.symbol->id) return a.symbol->id < b.symbol->id ? -1 : 1;
+            return 0;
+        }
+        if (a.divisor != b.divisor) return a.divisor < b.divisor ? -1 : 1;
+        if (a.args.size() != b.args.size()) return a.args.size() < b.args.size() ? -1 : 1;
+        if (auto it = compare_memo.memo.find({&a, &b}); it != compare_memo.memo.end()) return it->second;
+        return std::nullopt;
+    }
+
+    // A pair of sizes whose terms are compared in order, or of terms whose arguments are.
+    struct ComparePair {
+        const Size *a, *b;
+        const Size::Term *ta, *tb;
+        std::size_t next = 0;  // the next term or argument to compare
+    };
+    // The order of a pair whose heads are equal, with a stack of its own (see post_order): the
+    // pair on top compares its next part, pushing a pair for it where heads do not decide, and
+    // a pair done hands its order to the one below.
+    static int compare_walk(ComparePair first) {
+        OutermostMemo<CompareMemo> orders(compare_memo);
+        std::vector<ComparePair> stack{first};
+        int c = 0;  // the order of the part last compared
+        while (!stack.empty()) {
+            ComparePair& p = stack.back();
+            if (p.ta) {
+                if (c != 0 || p.next == p.ta->args.size()) {
+                    compare_memo.memo.emplace(std::pair<const void*, const void*>{p.ta, p.tb}, c);
+                    stack.pop_back();
+                    continue;
+                }
+                const Size &x = p.ta->args[p.next], &y = p.tb->args[p.next];
+                ++p.next;
+                if ((c = compare_heads(x, y)) == 0) stack.push_back({&x, &y, nullptr, nullptr});
+                continue;
+            }
+            if (c == 0 && p.next > 0) {  // the terms before were equal: their coefficients
+                std::int64_t ka = p.a->terms_[p.next - 1].second, kb = p.b->terms_[p.next - 1].second;
+                if (ka != kb) c = ka < kb ? -1 : 1;
+            }
+            if (c != 0 || p.next == p.a->terms_.size()) {
+                stack.pop_back();
+                continue;
+            }
+            const Size::Term &x = *p.a->terms_[p.next].first, &y = *p.b->terms_[p.next].first;
+            ++p.next;
+            if (auto known = compare_term_heads(x, y)) c = *known;
+            else stack.push_back({nullptr, nullptr, &x, &y});
+        }
+        return c;
     }
 
     // a + k*b, kept canonical.
@@ -180,34 +238,68 @@ struct SizeOps {
         return (a % d != 0 && (a < 0) != (d < 0)) ? q - 1 : q;
     }
 
-    // The walks below visit each term once however often a size nests it (a slice's length
-    // repeats its input's; a chain of them shares terms as a DAG that grows a term a slice, but
-    // as a tree doubles a slice): a memo by term, kept for one call.
+    // Every min, max and floordiv term below s, once each and its arguments' terms before it,
+    // passed to visit; done(t) says whether t has been visited (symbols, which have no
+    // arguments, are the callers' to read). The walks below go through here, visiting each term
+    // once however often a size nests it (a slice's length repeats its input's: a chain of them
+    // shares terms as a DAG that grows a term a slice, but as a tree doubles a slice), and with
+    // a stack of their own: a chain of kMaxNodeDepth slices nests its length that deep, past
+    // what a recursion can hold on a small thread stack (2 MiB overflowed at 10000 links).
+    template <class Done, class Visit>
+    static void post_order(const Size& s, Done done, Visit visit) {
+        std::vector<const Size::Term*> stack;
+        // Pushes x's terms still to visit; whether there were none.
+        auto push_pending = [&](const Size& x) {
+            bool none = true;
+            for (auto& [t, coeff] : x.terms_)
+                if (t->kind != TermKind::Symbol && !done(*t)) stack.push_back(t.get()), none = false;
+            return none;
+        };
+        push_pending(s);
+        while (!stack.empty()) {
+            const Size::Term& t = *stack.back();
+            if (done(t)) {  // pushed again by another term before its visit
+                stack.pop_back();
+                continue;
+            }
+            bool ready = true;
+            for (auto& arg : t.args) ready = push_pending(arg) && ready;
+            if (ready) {
+                stack.pop_back();
+                visit(t);
+            }
+        }
+    }
+
     using SizeMemo = std::unordered_map<const Size::Term*, Size>;
 
-    static Size substitute(const Size& s, const std::unordered_map<const Symbol*, Size>& values,
-                           SizeMemo& memo) {
-        Size r(s.constant_);
-        for (auto& [t, coeff] : s.terms_) {
-            auto it = memo.find(t.get());
-            if (it == memo.end()) {
-                auto args = [&](std::size_t i) { return substitute(t->args[i], values, memo); };
-                Size v;
-                switch (t->kind) {
-                    case TermKind::Symbol: {
-                        auto found = values.find(t->symbol.get());
-                        v = found == values.end() ? from_term(t) : found->second;
-                        break;
-                    }
-                    case TermKind::Min: v = extremum(TermKind::Min, args(0), args(1)); break;
-                    case TermKind::Max: v = extremum(TermKind::Max, args(0), args(1)); break;
-                    case TermKind::FloorDiv: v = floordiv(args(0), t->divisor); break;
+    static Size substitute(const Size& s, const std::unordered_map<const Symbol*, Size>& values) {
+        SizeMemo memo;
+        auto sized = [&](const Size& x) {
+            Size r(x.constant_);
+            for (auto& [t, coeff] : x.terms_) {
+                if (t->kind != TermKind::Symbol) {
+                    r = add_scaled(r, memo.at(t.get()), coeff);
+                    continue;
                 }
-                it = memo.emplace(t.get(), std::move(v)).first;
+                auto found = values.find(t->symbol.get());
+                r = add_scaled(r, found == values.end() ? from_term(t) : found->second, coeff);
             }
-            r = add_scaled(r, it->second, coeff);
-        }
-        return r;
+            return r;
+        };
+        post_order(
+            s, [&](const Size::Term& t) { return memo.count(&t) != 0; },
+            [&](const Size::Term& t) {
+                Size v;
+                switch (t.kind) {
+                    case TermKind::Min: v = extremum(TermKind::Min, sized(t.args[0]), sized(t.args[1])); break;
+                    case TermKind::Max: v = extremum(TermKind::Max, sized(t.args[0]), sized(t.args[1])); break;
+                    case TermKind::FloorDiv: v = floordiv(sized(t.args[0]), t.divisor); break;
+                    case TermKind::Symbol: break;
+                }
+                memo.emplace(&t, std::move(v));
+            });
+        return sized(s);
     }
 
     static Size floordiv(const Size& a, std::int64_t d) {
@@ -225,31 +317,36 @@ struct SizeOps {
         return from_term(make_term(TermKind::FloorDiv, {a}, d));
     }
 
-    using ValueMemo = std::unordered_map<const Size::Term*, std::int64_t>;
-
-    static std::int64_t evaluate(const Size& s, const Bindings& b, ValueMemo& memo) {
-        std::int64_t v = s.constant_;
-        for (auto& [t, coeff] : s.terms_) v = add(v, mul(coeff, evaluate_term(*t, b, memo)));
-        return v;
-    }
-
-    static std::int64_t evaluate_term(const Size::Term& t, const Bindings& b, ValueMemo& memo) {
-        if (t.kind == TermKind::Symbol) {
-            auto it = b.find(t.symbol.get());
-            if (it == b.end())
-                user_error({}, cat("the size `", t.symbol->name, "` is not known for this run"));
-            return it->second;
-        }
-        if (auto it = memo.find(&t); it != memo.end()) return it->second;
-        std::int64_t v = 0;
-        switch (t.kind) {
-            case TermKind::Min: v = std::min(evaluate(t.args[0], b, memo), evaluate(t.args[1], b, memo)); break;
-            case TermKind::Max: v = std::max(evaluate(t.args[0], b, memo), evaluate(t.args[1], b, memo)); break;
-            case TermKind::FloorDiv: v = floor_div(evaluate(t.args[0], b, memo), t.divisor); break;
-            case TermKind::Symbol: break;
-        }
-        memo.emplace(&t, v);
-        return v;
+    static std::int64_t evaluate(const Size& s, const Bindings& b) {
+        std::unordered_map<const Size::Term*, std::int64_t> memo;
+        auto value = [&](const Size& x) {
+            std::int64_t v = x.constant_;
+            for (auto& [t, coeff] : x.terms_) {
+                std::int64_t tv = 0;
+                if (t->kind != TermKind::Symbol) {
+                    tv = memo.at(t.get());
+                } else if (auto it = b.find(t->symbol.get()); it != b.end()) {
+                    tv = it->second;
+                } else {
+                    user_error({}, cat("the size `", t->symbol->name, "` is not known for this run"));
+                }
+                v = add(v, mul(coeff, tv));
+            }
+            return v;
+        };
+        post_order(
+            s, [&](const Size::Term& t) { return memo.count(&t) != 0; },
+            [&](const Size::Term& t) {
+                std::int64_t v = 0;
+                switch (t.kind) {
+                    case TermKind::Min: v = std::min(value(t.args[0]), value(t.args[1])); break;
+                    case TermKind::Max: v = std::max(value(t.args[0]), value(t.args[1])); break;
+                    case TermKind::FloorDiv: v = floor_div(value(t.args[0]), t.divisor); break;
+                    case TermKind::Symbol: break;
+                }
+                memo.emplace(&t, v);
+            });
+        return value(s);
     }
 
     static Range scale(Range r, std::int64_t k) {
@@ -368,22 +465,27 @@ struct SizeOps {
         out += ")";
     }
 
-    static void collect_symbols(const Size& s, std::vector<SymbolRef>& out,
-                                std::unordered_set<const Size::Term*>& seen) {
-        for (auto& [t, coeff] : s.terms_) {
-            if (!seen.insert(t.get()).second) continue;
-            if (t->kind == TermKind::Symbol) {
-                if (std::find(out.begin(), out.end(), t->symbol) == out.end())
-                    out.push_back(t->symbol);
-            }
-            for (auto& a : t->args) collect_symbols(a, out, seen);
+    // Symbols in the order a depth-first walk of the terms first meets them, with a stack of its
+    // own (see post_order).
+    static std::vector<SymbolRef> symbols(const Size& s) {
+        std::vector<SymbolRef> out;
+        std::unordered_set<const Size::Term*> seen;
+        std::vector<const Size::Term*> stack;
+        auto push_reversed = [&](const Size& x) {
+            for (auto it = x.terms_.rbegin(); it != x.terms_.rend(); ++it) stack.push_back(it->first.get());
+        };
+        push_reversed(s);
+        while (!stack.empty()) {
+            const Size::Term* t = stack.back();
+            stack.pop_back();
+            if (!seen.insert(t).second) continue;
+            if (t->kind == TermKind::Symbol && std::find(out.begin(), out.end(), t->symbol) == out.end())
+                out.push_back(t->symbol);
+            for (auto it = t->args.rbegin(); it != t->args.rend(); ++it) push_reversed(*it);
         }
+        return out;
     }
 };
-
-namespace {
-int compare_sizes(const Size& a, const Size& b) { return SizeOps::compare(a, b); }
-}  // namespace
 
 SymbolRef Symbol::make(std::string name, std::optional<std::int64_t> bound) {
     return std::make_shared<const Symbol>(Symbol{std::move(name), bound, next_symbol_id++});
@@ -437,23 +539,14 @@ std::vector<Size::Part> Size::parts() const {
     return out;
 }
 
-std::vector<SymbolRef> Size::symbols() const {
-    std::vector<SymbolRef> out;
-    std::unordered_set<const Term*> seen;
-    SizeOps::collect_symbols(*this, out, seen);
-    return out;
-}
+std::vector<SymbolRef> Size::symbols() const { return SizeOps::symbols(*this); }
 
 bool Size::equals(const Size& other) const { return SizeOps::compare(*this, other) == 0; }
 
-std::int64_t Size::evaluate(const Bindings& bindings) const {
-    SizeOps::ValueMemo memo;
-    return SizeOps::evaluate(*this, bindings, memo);
-}
+std::int64_t Size::evaluate(const Bindings& bindings) const { return SizeOps::evaluate(*this, bindings); }
 
 Size Size::substitute(const std::unordered_map<const Symbol*, Size>& values) const {
-    SizeOps::SizeMemo memo;
-    return SizeOps::substitute(*this, values, memo);
+    return SizeOps::substitute(*this, values);
 }
 
 std::optional<std::int64_t> Size::upper_bound() const { return SizeOps::range_of(*this).hi; }

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "scanc/error.h"
@@ -198,6 +201,50 @@ TEST(SliceLength, ChainsWhoseStopNamesTheFirstLengthKeepTheirValueOverAThousandL
             expected = python_slice_length(expected, 1, true, tv - 1, false, 1);
         EXPECT_EQ(n.evaluate({{t.get(), tv}}), expected) << "T = " << tv;
     }
+}
+
+// Runs f on a new thread whose stack holds `bytes`.
+void on_a_stack_of(std::size_t bytes, const std::function<void()>& f) {
+    pthread_attr_t attr;
+    ASSERT_EQ(pthread_attr_init(&attr), 0);
+    ASSERT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
+    pthread_t thread;
+    auto run = [](void* fn) -> void* {
+        (*static_cast<const std::function<void()>*>(fn))();
+        return nullptr;
+    };
+    ASSERT_EQ(pthread_create(&thread, &attr, run, const_cast<std::function<void()>*>(&f)), 0);
+    pthread_join(thread, nullptr);
+    pthread_attr_destroy(&attr);
+}
+
+// The longest chain a program may hold (kMaxNodeDepth) nests its length that deep: evaluating,
+// substituting into, listing the symbols of and freeing it take no recursion (2 MiB of stack
+// overflowed in evaluate before), so a thread of 256 KiB does all four.
+TEST(SliceLength, ChainsOfTheLongestLengthAreWalkedAndFreedOnASmallStack) {
+    constexpr int kLinks = kMaxNodeDepth;
+    SymbolRef t = Symbol::make("T"), k = Symbol::make("K");
+    const Size T = Size::symbol(t);
+    std::int64_t value = -1, expected = 30000, substituted = -1;
+    std::size_t symbols = 0;
+    bool equal = false;
+    for (int depth = 0; depth < kLinks; ++depth)
+        expected = python_slice_length(expected, 1, true, 30000 - 1, false, 1);
+    on_a_stack_of(256 << 10, [&] {
+        Size n = T;
+        for (int depth = 0; depth < kLinks; ++depth) n = slice_length(n, 1, T - 1, 1);
+        value = n.evaluate({{t.get(), 30000}});
+        substituted = n.substitute({{t.get(), Size::symbol(k)}}).evaluate({{k.get(), 30000}});
+        symbols = n.symbols().size();
+        Size apart = T;
+        for (int depth = 0; depth < kLinks; ++depth) apart = slice_length(apart, 1, T - 1, 1);
+        equal = n.equals(apart);
+    });
+    EXPECT_EQ(expected, 30000 - 1 - kLinks);
+    EXPECT_EQ(value, expected);
+    EXPECT_EQ(substituted, expected);
+    EXPECT_EQ(symbols, 1u);
+    EXPECT_TRUE(equal);
 }
 
 TEST(SliceLength, ChainsThatTrimBothEndsKeepOneTerm) {

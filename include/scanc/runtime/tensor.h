@@ -50,6 +50,10 @@ public:
     static Tensor empty(DType dtype, std::vector<std::int64_t> sizes);
     // A tensor over memory kept alive by `owner` (a CUDA allocation, a framework's buffer).
     static Tensor wrap(TensorView view, std::shared_ptr<void> owner);
+    // A tensor over this one's memory (`view` lies within it), kept alive by the same owner, so
+    // that a view of a view holds no chain of tensors (10000 chained slices were freed by a
+    // recursion that deep).
+    Tensor alias(TensorView view) const { return wrap(std::move(view), owner_); }
 
     const TensorView& view() const { return view_; }
     operator const TensorView&() const { return view_; }  // NOLINT

@@ -17,7 +17,7 @@ Tensor narrow(const Tensor& t, int dim, std::int64_t start, std::int64_t len, st
     if (len > 0) v.data = static_cast<char*>(v.data) + start * v.strides[dim] * static_cast<std::int64_t>(e);
     v.sizes[dim] = len;
     if (len > 1) v.strides[dim] *= step;  // one element has no next one to step to
-    return Tensor::wrap(v, std::make_shared<Tensor>(t));
+    return t.alias(std::move(v));
 }
 
 }  // namespace
