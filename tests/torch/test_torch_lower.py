@@ -52,6 +52,41 @@ def test_an_unbounded_dynamic_length_needs_a_bound():
     torch.testing.assert_close(lowered.module()(x, tau), reference(x, tau))
 
 
+def checks(program):
+    return [n for n in program.graph.nodes if n.target is torch.ops.aten._assert_async.msg]
+
+
+@pytest.mark.parametrize("model", [TorchOpModel(), ScancOpModel()], ids=["torch", "scanc"])
+def test_a_bound_below_the_exported_maximum_refuses_a_longer_length_when_it_runs(model):
+    ep = export(model)  # L in [2, 100]
+    lowered = st.lower_associative_scans(ep, bounds=16)
+    assert len(checks(lowered)) == 2  # one a scan
+    tau = randn(3, seed=1)
+    # Tracing it again (as run_decompositions and torch.onnx do, which also pins lengths that
+    # torch's slices guard on: 10 is the example's) keeps the check, and leaves the exported
+    # program's own range to its later lowerings.
+    for program, lengths in ((lowered, (2, 16)), (lowered.run_decompositions(), (10,))):
+        for n in lengths:
+            x = randn(3, n, seed=n)
+            torch.testing.assert_close(program.module()(x, tau), reference(x, tau))
+        with pytest.raises(RuntimeError, match=r"the scan length s\d+ exceeds 16, the bound "
+                                               r"lower_associative_scans lowered it for"):
+            program.module()(randn(3, 17), tau)
+    whole = st.lower_associative_scans(ep)
+    assert checks(whole) == []  # the export bounds the length already
+    x = randn(3, 100, seed=5)
+    torch.testing.assert_close(whole.module()(x, tau), reference(x, tau))
+
+
+def test_a_bound_given_for_an_unbounded_length_is_checked_when_it_runs():
+    tau = randn(3, seed=1)
+    ep = torch.export.export(ScancOpModel(), (randn(3, 10), tau),
+                             dynamic_shapes={"x": {1: Dim("L", min=2)}, "tau": None})
+    lowered = st.lower_associative_scans(ep, bounds=50)
+    with pytest.raises(RuntimeError, match="exceeds 50"):
+        lowered.module()(randn(3, 51), tau)
+
+
 @pytest.mark.parametrize("bounds, error", [
     (0, ValueError), (-3, ValueError), (1, ValueError), ({"s27": 0}, ValueError),
     (16.5, TypeError), ("16", TypeError), (True, TypeError), ({"s27": 8.0}, TypeError),

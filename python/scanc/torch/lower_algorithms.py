@@ -37,6 +37,7 @@ ALGORITHMS = ("hillis-steele", "work-efficient", "auto")
 # Tags on the nodes Hillis-Steele creates, for lower.py's shape propagation.
 CLAMPED = "scanc_clamped_slice"  # a slice by a constant that clamps: keep its length symbolic
 SAME_SHAPE = "scanc_same_shape"  # a level's cat: exactly the shape of the level's input
+LENGTH_CHECK = "scanc_length_check"  # the run-time check of a length against its bound
 
 
 def _bound(length, bounds) -> int:
@@ -97,11 +98,36 @@ def lower_scan(graph: fx.Graph, comb: ir.Combine, xs: list[fx.Node], captured: l
         y = _work_efficient(emit, comb, y, captured, dim, length)
     else:
         bound = _bound(length, bounds)
+        _check_length(emit, xs[0], dim, length, bound)
         levels = max(math.ceil(math.log2(bound)), 0) if bound > 1 else 0
         y = _hillis_steele(emit, comb, y, captured, dim, levels)
     y = [emit.call(aten.flip.default, t, [dim]) for t in y] if reverse else y
     return [emit.call(aten._to_copy.default, t, dtype=d) if d in NARROW else t
             for t, d in zip(y, dtypes)]
+
+
+def _check_length(emit: Emitter, x: fx.Node, dim: int, length, bound: int) -> None:
+    """Nodes that fail when the graph runs on a length above `bound`, where the program admits
+    one (a bound below the exported maximum, or an unbounded length): the lowering is right only
+    up to its bound, and a longer input would give wrong values silently."""
+    if isinstance(length, int):
+        return
+    try:
+        if int(length.node.shape_env.bound_sympy(length.node.expr).upper) <= bound:
+            return
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        pass  # unbounded (int_oo)
+    # A tensor-level check: an _assert_scalar of the size itself would, when torch traces the
+    # lowered program again (run_decompositions, torch.onnx), refine the length's range in the
+    # shape environment the exported program shares, and so cut every later lowering of it.
+    size = emit.call(aten.scalar_tensor.default, emit.call(aten.sym_size.int, x, dim),
+                     dtype=torch.int64)
+    within = emit.call(aten.le.Scalar, size, bound)
+    check = emit.call(aten._assert_async.msg, within,
+                      f"the scan length {length.node.expr} exceeds {bound}, the bound "
+                      f"lower_associative_scans lowered it for")
+    for node in (size.args[0], size, within, check):
+        node.meta[LENGTH_CHECK] = True
 
 
 def _hillis_steele(emit: Emitter, comb: ir.Combine, y: list[fx.Node], captured, dim: int,
