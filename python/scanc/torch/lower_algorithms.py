@@ -37,7 +37,6 @@ ALGORITHMS = ("hillis-steele", "work-efficient", "auto")
 # Tags on the nodes Hillis-Steele creates, for lower.py's shape propagation.
 CLAMPED = "scanc_clamped_slice"  # a slice by a constant that clamps: keep its length symbolic
 SAME_SHAPE = "scanc_same_shape"  # a level's cat: exactly the shape of the level's input
-LENGTH_CHECK = "scanc_length_check"  # the run-time check of a length against its bound
 
 
 def _bound(length, bounds) -> int:
@@ -123,11 +122,9 @@ def _check_length(emit: Emitter, x: fx.Node, dim: int, length, bound: int) -> No
     size = emit.call(aten.scalar_tensor.default, emit.call(aten.sym_size.int, x, dim),
                      dtype=torch.int64)
     within = emit.call(aten.le.Scalar, size, bound)
-    check = emit.call(aten._assert_async.msg, within,
-                      f"the scan length {length.node.expr} exceeds {bound}, the bound "
-                      f"lower_associative_scans lowered it for")
-    for node in (size.args[0], size, within, check):
-        node.meta[LENGTH_CHECK] = True
+    emit.call(aten._assert_async.msg, within,
+              f"the scan length {length.node.expr} exceeds {bound}, the bound "
+              f"lower_associative_scans lowered it for")
 
 
 def _hillis_steele(emit: Emitter, comb: ir.Combine, y: list[fx.Node], captured, dim: int,
