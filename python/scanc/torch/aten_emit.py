@@ -14,7 +14,7 @@ import torch
 import torch.fx as fx
 
 from . import ir
-from .trace import DTYPE_NAMES
+from .dtypes import DTYPE_NAMES
 
 aten = torch.ops.aten
 DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}  # scanc name -> torch dtype

@@ -26,7 +26,7 @@ import scanc
 
 from . import ir
 from .derive import derivative
-from .trace import DTYPE_NAMES
+from .dtypes import DTYPE_NAMES
 
 _CACHE: dict[tuple, "CompiledScan"] = {}
 _LOCK = threading.Lock()
