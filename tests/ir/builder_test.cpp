@@ -2,6 +2,7 @@
 
 #include "scanc/dsl/expr.h"
 #include "scanc/ir/combine_types.h"
+#include "small_stack.h"
 
 namespace scanc {
 namespace {
@@ -25,6 +26,20 @@ TEST(Builder, BroadcastsSymbolicShapesLikeNumPy) {
     EXPECT_EQ(outs[1].type().str(), "f32[B, L, D]");
     ProgramRef prog = p.build({outs[1]});
     EXPECT_EQ(prog->symbols.size(), 3u);
+}
+
+// A program of the longest chain (kMaxNodeDepth operations, each on the last's result) is freed
+// one node after another: nested destructors took a frame a node (a 256 KiB stack overflowed).
+TEST(Builder, TheLongestChainIsBuiltAndFreedOnASmallStack) {
+    int depth = 0;
+    on_a_stack_of(256 << 10, [&] {
+        ProgramBuilder p("chain");
+        Expr y = p.param("x", DType::F32, {p.symbol("N")});
+        for (int i = 1; i < kMaxNodeDepth; ++i) y = y * 2;
+        ProgramRef program = p.build({y});
+        depth = program->results[0]->depth;
+    });
+    EXPECT_EQ(depth, kMaxNodeDepth);
 }
 
 TEST(Builder, ShapeMismatchNamesBothSizes) {

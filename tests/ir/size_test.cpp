@@ -1,14 +1,12 @@
 #include <gtest/gtest.h>
 
-#include <pthread.h>
-
 #include <algorithm>
-#include <functional>
 #include <limits>
 
 #include "scanc/error.h"
 #include "scanc/ir/builder.h"
 #include "scanc/ir/size.h"
+#include "small_stack.h"
 
 namespace scanc {
 namespace {
@@ -201,21 +199,6 @@ TEST(SliceLength, ChainsWhoseStopNamesTheFirstLengthKeepTheirValueOverAThousandL
             expected = python_slice_length(expected, 1, true, tv - 1, false, 1);
         EXPECT_EQ(n.evaluate({{t.get(), tv}}), expected) << "T = " << tv;
     }
-}
-
-// Runs f on a new thread whose stack holds `bytes`.
-void on_a_stack_of(std::size_t bytes, const std::function<void()>& f) {
-    pthread_attr_t attr;
-    ASSERT_EQ(pthread_attr_init(&attr), 0);
-    ASSERT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
-    pthread_t thread;
-    auto run = [](void* fn) -> void* {
-        (*static_cast<const std::function<void()>*>(fn))();
-        return nullptr;
-    };
-    ASSERT_EQ(pthread_create(&thread, &attr, run, const_cast<std::function<void()>*>(&f)), 0);
-    pthread_join(thread, nullptr);
-    pthread_attr_destroy(&attr);
 }
 
 // The longest chain a program may hold (kMaxNodeDepth) nests its length that deep: evaluating,

@@ -90,8 +90,8 @@ using NodeAttr = std::variant<std::monostate, ParamAttr, LiteralAttr, CastAttr, 
                               SliceAttr, ConcatAttr, InterleaveAttr, ProjectAttr>;
 
 // The longest chain of operations a value may sit on (params and literals are depth 1). Passes
-// walk the DAG recursively, and shared_ptr frees it so, so the builder refuses a deeper one
-// rather than let a long chain overflow the stack.
+// walk the DAG recursively, so the builder refuses a deeper one rather than let a long chain
+// overflow the stack (freeing a chain takes no recursion: ~Node).
 constexpr int kMaxNodeDepth = 10000;
 
 struct Node {
@@ -105,6 +105,10 @@ struct Node {
     // Printing hint, may be empty. Mutable: `a = expr` names a node after it is built.
     mutable std::string name;
     SourceLoc loc;
+
+    // Frees the inputs only this node holds one after another, where their destructors would
+    // nest as deep as the chain (kMaxNodeDepth) does.
+    ~Node();
 
     const Type& type() const;  // the single output's type
     int num_outputs() const { return types.empty() ? 1 : static_cast<int>(types.size()); }
