@@ -2,22 +2,16 @@
 
 #include <unordered_set>
 
+#include "free_in_turn.h"
+
 namespace scanc {
 
 std::string Type::str() const { return cat(weak ? "weak " : "", dtype_name(dtype), shape_str(shape)); }
 
 Node::~Node() {
-    std::vector<NodeRef> last_held;
-    auto take = [&](std::vector<NodeRef>& refs) {
-        for (NodeRef& r : refs)
-            if (r.use_count() == 1) last_held.push_back(std::move(r));
-    };
-    take(inputs);
-    while (!last_held.empty()) {
-        NodeRef n = std::move(last_held.back());
-        last_held.pop_back();
-        take(const_cast<Node&>(*n).inputs);  // its only holder is n: nothing reads it again
-    }
+    free_in_turn(*this, [](Node& n, auto take) {
+        for (NodeRef& input : n.inputs) take(input);
+    });
 }
 
 const Type& Node::type() const {

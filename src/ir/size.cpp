@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "free_in_turn.h"
 #include "scanc/error.h"
 
 namespace scanc {
@@ -31,21 +32,13 @@ struct Size::Term {
     // every term below at each new one, and walking them anew took time quadratic in the chain.
     Range range;
 
-    // Frees the terms below that only this one holds one after another, where their own
-    // destructors would nest as deep as the terms do (see SizeOps::post_order).
+    // Frees the terms below that only this one holds in turn, where their own destructors
+    // would nest as deep as the terms do (see SizeOps::post_order).
     ~Term() {
-        std::vector<std::shared_ptr<const Term>> last_held;
-        auto take = [&](std::vector<Size>& sizes) {
-            for (Size& size : sizes)
-                for (auto& term : size.terms_)
-                    if (term.first.use_count() == 1) last_held.push_back(std::move(term.first));
-        };
-        take(args);
-        while (!last_held.empty()) {
-            std::shared_ptr<const Term> t = std::move(last_held.back());
-            last_held.pop_back();
-            take(const_cast<Term&>(*t).args);  // its only holder is t: nothing reads it again
-        }
+        free_in_turn(*this, [](Term& t, auto take) {
+            for (Size& size : t.args)
+                for (auto& term : size.terms_) take(term.first);
+        });
     }
 };
 

@@ -39,6 +39,15 @@ CLAMPED = "scanc_clamped_slice"  # a slice by a constant that clamps: keep its l
 SAME_SHAPE = "scanc_same_shape"  # a level's cat: exactly the shape of the level's input
 
 
+def _exported_upper(length) -> int | None:
+    """The largest value of the dynamic `length` (a SymInt) its shape environment allows; None
+    where it is unbounded."""
+    try:
+        return int(length.node.shape_env.bound_sympy(length.node.expr).upper)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None  # unbounded (int_oo)
+
+
 def _bound(length, bounds) -> int:
     """The largest length a scan of `length` (an int or a SymInt) must serve."""
     if isinstance(length, int):
@@ -50,11 +59,7 @@ def _bound(length, bounds) -> int:
     elif bounds:
         bound = bounds.get(str(expr))
     if bound is None:
-        upper = length.node.shape_env.bound_sympy(expr).upper
-        try:
-            bound = int(upper)
-        except (TypeError, ValueError, OverflowError, AttributeError):
-            bound = None  # unbounded (int_oo)
+        bound = _exported_upper(length)
     if bound is None:
         raise ValueError(f"lower_associative_scans: the scan length {expr} is dynamic and "
                          f"unbounded; pass bounds={{'{expr}': M}} (or an int) or export with "
@@ -111,11 +116,9 @@ def _check_length(emit: Emitter, x: fx.Node, dim: int, length, bound: int) -> No
     up to its bound, and a longer input would give wrong values silently."""
     if isinstance(length, int):
         return
-    try:
-        if int(length.node.shape_env.bound_sympy(length.node.expr).upper) <= bound:
-            return
-    except (TypeError, ValueError, OverflowError, AttributeError):
-        pass  # unbounded (int_oo)
+    upper = _exported_upper(length)
+    if upper is not None and upper <= bound:
+        return
     # A tensor-level check: an _assert_scalar of the size itself would, when torch traces the
     # lowered program again (run_decompositions, torch.onnx), refine the length's range in the
     # shape environment the exported program shares, and so cut every later lowering of it.
