@@ -117,6 +117,33 @@ def streams_and_gradients() -> bool:
     return ok
 
 
+def torch_func() -> bool:
+    """vmap, jvp, jacfwd and per-sample gradients on CUDA equal the same transforms of the loop."""
+    ok = True
+    x = torch.randn(4, 9, 3, device=DEV, dtype=torch.float64)
+    t = torch.rand(4, 3, device=DEV, dtype=torch.float64) + 0.5
+
+    def scan(v, w):
+        return st.associative_scan(lambda p, q: w * torch.logaddexp(p / w, q / w), v, 0)
+
+    def loop(v, w):
+        return loops.loop_scan(lambda p, q: w * torch.logaddexp(p / w, q / w), v, 0)
+
+    ok &= check("vmap with a batched captured value", close(
+        torch.func.vmap(scan)(x, t), torch.func.vmap(loop)(x, t)))
+    got, want = (torch.func.jvp(f, (x[0], t[0]), (x[1], t[1]))[1] for f in (scan, loop))
+    ok &= check("jvp through leaves and a captured value", close(got, want))
+    a, b = torch.rand(2, 7, device=DEV, dtype=torch.float64), torch.randn(2, 7, device=DEV,
+                                                                           dtype=torch.float64)
+    got, want = (torch.func.jacfwd(lambda u, w: f(loops.affine, (u, w), 1)[1], (0, 1))(a, b)
+                 for f in (st.associative_scan, loops.loop_scan))
+    ok &= check("jacfwd of the affine scan", all(close(g, w) for g, w in zip(got, want)))
+    got, want = (torch.func.vmap(torch.func.grad(lambda v, w: f(v, w).sin().sum(), (0, 1)),
+                                 (0, None))(x, t[0]) for f in (scan, loop))
+    ok &= check("per-sample gradients (vmap of grad)", all(close(g, w) for g, w in zip(got, want)))
+    return ok
+
+
 def torch_op_lowering() -> bool:
     ok = True
     # torch's own op in pointwise mode (CUDA only) exports as the HOP; lower it and run.
@@ -238,8 +265,8 @@ def cuda_graphs() -> bool:
 
 def correctness() -> bool:
     ok = True
-    for section in (reproducers, closure_model, streams_and_gradients, torch_op_lowering,
-                    cuda_graphs):
+    for section in (reproducers, closure_model, streams_and_gradients, torch_func,
+                    torch_op_lowering, cuda_graphs):
         try:
             ok &= section()
         except Exception as e:  # report and go on: one failure must not hide the rest

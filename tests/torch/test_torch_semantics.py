@@ -360,27 +360,6 @@ def test_strict_export_traces_python_operators_in_a_combine():
     torch.testing.assert_close(exported.module()(x, t), SmoothMax()(x, t))
 
 
-@pytest.mark.parametrize("transform", [
-    lambda f, x: torch.func.jvp(f, (x,), (torch.ones_like(x),)),
-    lambda f, x: torch.func.jacfwd(f)(x),
-    lambda f, x: torch.func.grad(lambda v: f(v).sum())(x),
-    lambda f, x: torch.func.vmap(f)(x.unsqueeze(0)),
-], ids=["jvp", "jacfwd", "grad", "vmap"])
-def test_torch_func_transforms_are_refused_with_the_supported_alternative(transform):
-    def cumsum(v):
-        return st.associative_scan(lambda a, b: a + b, v, 0)
-
-    with pytest.raises(NotImplementedError, match="torch.autograd"):
-        transform(cumsum, torch.arange(1.0, 6.0))
-
-
-def test_forward_mode_dual_tensors_are_refused():
-    import torch.autograd.forward_ad as fwad
-
-    with fwad.dual_level(), pytest.raises(NotImplementedError, match="forward-mode AD"):
-        st.associative_scan(lambda a, b: a + b, fwad.make_dual(torch.ones(4), torch.ones(4)), 0)
-
-
 SHIFT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
 
 

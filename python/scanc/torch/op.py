@@ -21,10 +21,12 @@ import operator
 
 import torch
 from torch import Tensor
+from torch._C import _functorch
 from torch.autograd import forward_ad
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from . import programs, pytrees
+from . import batching, programs, pytrees
+from .tangents import jvp_program, mark_captured_tangents
 from .trace import trace_combine
 
 
@@ -100,6 +102,21 @@ def _scan_backward_fake(program, xs, ys, captured, grads, dim, reverse):
     return [x.new_empty(x.shape) for x in xs] + [floats[0].new_empty(c.shape) for c in captured]
 
 
+@torch.library.custom_op("scanc::associative_scan_jvp", mutates_args=())
+def scan_jvp_op(program: str, xs: list[Tensor], ys: list[Tensor], captured: list[Tensor],
+                tangents: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
+    compiled = jvp_program(program, xs, captured, dim, reverse)
+    floats = [x for x in xs if x.is_floating_point()]
+    outputs = [x.new_empty(x.shape) for x in floats] if xs[0].is_cuda else None  # as in _scan
+    outs = programs.run(compiled, list(xs) + list(ys) + list(captured) + list(tangents), outputs)
+    return [o.contiguous() for o in outs]
+
+
+@scan_jvp_op.register_fake
+def _scan_jvp_fake(program, xs, ys, captured, tangents, dim, reverse):
+    return [x.new_empty(x.shape) for x in xs if x.is_floating_point()]
+
+
 def _setup_context(ctx, inputs, output):
     program, xs, captured, dim, reverse = inputs
     ctx.save_for_backward(*xs, *output, *captured)
@@ -107,7 +124,7 @@ def _setup_context(ctx, inputs, output):
     ctx.set_materialize_grads(False)  # an unused output's gradient stays None: _backward skips it
 
 
-def _backward(ctx, grads):
+def _backward(ctx, grads, backward_op=scan_backward_op):
     _refuse_batched_grads(grads)
     program, n, dim, reverse = ctx.meta
     saved = ctx.saved_tensors
@@ -120,7 +137,7 @@ def _backward(ctx, grads):
     # The outputs without a gradient ride in the program text, so that the op's schema stays
     # (graphs that earlier versions cached, with the plain text, still run: every output live).
     program = programs.mark_unused_grads(program, live)
-    outs = scan_backward_op(program, xs, ys, captured, grads, dim, reverse)
+    outs = backward_op(program, xs, ys, captured, grads, dim, reverse)
     dcs = [contribution.to(c.dtype) if c.is_floating_point() else None
            for contribution, c in zip(outs[n:], captured)]
     dxs = [dx if x.is_floating_point() else None for dx, x in zip(outs[:n], xs)]
@@ -131,35 +148,106 @@ scan_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _no_double_backward(ctx, *grads):
-    raise NotImplementedError("associative_scan: gradients of gradients (a backward through a "
-                              "backward taken with create_graph=True) are not supported")
+    raise NotImplementedError("associative_scan: gradients of gradients and other second "
+                              "derivatives (a backward through a backward taken with "
+                              "create_graph=True, torch.func.hessian, jacfwd of jacrev or of "
+                              "jacfwd) are not supported; first derivatives are, in either "
+                              "mode and under vmap")
 
 
-scan_backward_op.register_autograd(_no_double_backward,
-                                   setup_context=lambda ctx, inputs, output: None)
+for _op in (scan_backward_op, scan_jvp_op):
+    _op.register_autograd(_no_double_backward, setup_context=lambda ctx, inputs, output: None)
+batching.register(scan_op, (batching.EXPAND, batching.BROADCAST))
+batching.register(scan_backward_op, (batching.EXPAND,) * 4)
+batching.register(scan_jvp_op, (batching.EXPAND, batching.EXPAND, batching.BROADCAST,
+                                batching.EXPAND))
 
 
-class _EagerScan(torch.autograd.Function):
-    """scan_op's autograd without the dispatcher: the same forward, context and backward."""
+class _Scan(torch.autograd.Function):
+    """scan_op's autograd without the dispatcher, in the form torch.func transforms take: the
+    same forward, context and backward, the forward-mode derivative (scan_jvp_op), and vmap
+    through the ops' batching rules (batching.py)."""
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx, program, dim, reverse, n, *tensors):
+    def forward(program, dim, reverse, n, *tensors):
         xs, captured = list(tensors[:n]), list(tensors[n:])
-        out = _scan(program, xs, captured, dim, reverse)
-        _setup_context(ctx, (program, xs, captured, dim, reverse), out)
-        return tuple(out)
+        if any(_functorch.is_functorch_wrapped_tensor(t) for t in tensors):  # vmap's batches
+            return tuple(scan_op(program, xs, captured, dim, reverse))
+        return tuple(_scan(program, xs, captured, dim, reverse))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        program, dim, reverse, n, *tensors = inputs
+        _setup_context(ctx, (program, tensors[:n], tensors[n:], dim, reverse), output)
+        ctx.save_for_forward(*tensors, *output)
 
     @staticmethod
     def backward(ctx, *grads):
-        _, dxs, dcs, _, _ = _backward(ctx, list(grads))
+        _, dxs, dcs, _, _ = _backward(ctx, list(grads), _Derived.caller(scan_backward_op))
         return (None, None, None, None, *dxs, *dcs)
+
+    @staticmethod
+    def jvp(ctx, _program, _dim, _reverse, _n, *tangents):
+        program, n, dim, reverse = ctx.meta
+        saved = ctx.saved_tensors
+        xs, captured, ys = saved[:n], saved[n:-n], saved[-n:]
+        floats = [j for j, x in enumerate(xs) if x.is_floating_point()]
+        dxs = [torch.zeros_like(xs[j]) if tangents[j] is None else tangents[j] for j in floats]
+        with_tangent = [k for k, t in enumerate(tangents[n:]) if t is not None]
+        text = mark_captured_tangents(program, with_tangent)
+        dys = iter(_Derived.caller(scan_jvp_op)(
+            text, xs, ys, captured, dxs + [tangents[n + k] for k in with_tangent], dim, reverse))
+        return tuple(next(dys) if x.is_floating_point() else None for x in xs)
+
+
+class _Derived(torch.autograd.Function):
+    """scan_backward_op or scan_jvp_op in the form torch.func transforms take, for _Scan: vmap
+    through their batching rules; their own derivatives (a gradient of a gradient, a hessian)
+    are refused by name."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(split_call, *tensors):
+        return tuple(split_call(tensors))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, *grads):
+        _no_double_backward(ctx)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        _no_double_backward(ctx)
+
+    @staticmethod
+    def caller(op):
+        """op's signature, (program, list, ..., list, dim, reverse) -> list, through _Derived."""
+        def call(program, *args):
+            *lists, dim, reverse = args
+            counts = [len(ts) for ts in lists]
+
+            def split_call(tensors):  # a function: torch.func takes it whole, not as a pytree
+                parts, start = [], 0
+                for count in counts:
+                    parts.append(list(tensors[start:start + count]))
+                    start += count
+                return op(program, *parts, dim, reverse)
+
+            return list(_Derived.apply(split_call, *(t for ts in lists for t in ts)))
+        return call
 
 
 def _plain_eager(tensors: list[Tensor]) -> bool:
     """Whether nothing records this call: no Dynamo or TorchScript tracing, no torch function
-    or dispatch mode (export, make_fx, FakeTensor), no tensor subclass (functorch transforms
-    were refused before: _refuse_transforms). Only then may the op's dispatch be skipped, which
-    costs more than a small scan: anything that records a graph must see scanc's op."""
+    or dispatch mode (export, make_fx, FakeTensor), no tensor subclass. Only then may the op's
+    dispatch be skipped, which costs more than a small scan: anything that records a graph must
+    see scanc's op."""
     if (torch.compiler.is_compiling() or torch.jit.is_tracing()
             or torch._C._is_torch_function_mode_enabled()
             or _get_current_dispatch_mode() is not None):
@@ -167,32 +255,25 @@ def _plain_eager(tensors: list[Tensor]) -> bool:
     return all(type(t) is Tensor for t in tensors)
 
 
+def _differentiated(tensors: list[Tensor]) -> bool:
+    """Whether autograd, a torch.func transform or forward-mode AD sees this call."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return True
+    if _functorch.get_interpreter_stack():
+        return True
+    return forward_ad._current_level >= 0 and any(
+        forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+
+
 def _call(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
           reverse: bool) -> list[Tensor]:
-    """scan_op(...), straight to its implementation in plain eager calls."""
+    """scan_op(...), straight to its implementation in plain eager calls; through _Scan where
+    autograd or a torch.func transform sees them."""
     if not _plain_eager(xs + captured):
         return scan_op(program, xs, captured, dim, reverse)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in xs + captured):
-        return list(_EagerScan.apply(program, dim, reverse, len(xs), *xs, *captured))
+    if _differentiated(xs + captured):
+        return list(_Scan.apply(program, dim, reverse, len(xs), *xs, *captured))
     return _scan(program, xs, captured, dim, reverse)
-
-
-def _refuse_transforms(tensors: list[Tensor]) -> None:
-    """torch.func transforms (grad, vjp, jacrev, jvp, jacfwd, vmap) and forward-mode AD are
-    refused with a message: the custom op has no batching or forward-mode rule, and torch's
-    custom-op autograd does not run under the transforms, which would otherwise fail inside
-    torch or carry zero tangents on. torch.autograd (backward, torch.autograd.grad) works."""
-    if torch.compiler.is_compiling():
-        return
-    transforms = torch._C._functorch.get_interpreter_stack()
-    dual = forward_ad._current_level >= 0 and any(
-        forward_ad.unpack_dual(t).tangent is not None for t in tensors)
-    if transforms or dual:
-        what = "torch.func transforms (grad, vjp, jacrev, jvp, jacfwd, vmap) are" if transforms \
-            else "forward-mode AD (torch.autograd.forward_ad) is"
-        raise NotImplementedError(
-            f"associative_scan: {what} not supported; use torch.autograd (loss.backward(), "
-            f"torch.autograd.grad) for gradients, and a batch dim of xs in place of vmap")
 
 
 def _refuse_batched_grads(grads: list[Tensor | None]) -> None:
@@ -269,7 +350,6 @@ def associative_scan(combine_fn, xs, dim: int, reverse: bool = False,
         raise ValueError(f"associative_scan: dim {dim} is out of range for leaves of "
                          f"{first.ndim} dims")
     dim = dim % first.ndim
-    _refuse_transforms(leaves)
     text, captured = trace_combine(combine_fn, spec, [x.dtype for x in leaves])
     captured = [_align_captured(c, first, dim) for c in captured]
     out = _call(text, leaves, captured, dim, bool(reverse))

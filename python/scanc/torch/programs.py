@@ -46,12 +46,12 @@ def dtype_name(t: torch.Tensor) -> str:
     return name
 
 
-def _param(name: str, t: torch.Tensor, leaf_rank: int, leaf: bool) -> str:
+def param(name: str, t: torch.Tensor, leaf_rank: int, leaf: bool) -> str:
     dims = ", ".join(f"D{j}" if leaf or not _is_one(t.shape[j]) else "1" for j in range(leaf_rank))
     return f"{name}: {dtype_name(t)}[{dims}]"
 
 
-def _signature(kind: str, text: str, xs, captured, dim: int, reverse: bool) -> tuple:
+def signature(kind: str, text: str, xs, captured, dim: int, reverse: bool) -> tuple:
     return (kind, text, dim, reverse, tuple(x.dtype for x in xs), xs[0].ndim,
             tuple((c.dtype, tuple(_is_one(s) for s in c.shape)) for c in captured))
 
@@ -147,7 +147,7 @@ def pin_numbers(text: str, captured: list) -> tuple[str, list]:
     return hit[0], [captured[k] for k in hit[1]]
 
 
-def _compiled(key: tuple, build) -> CompiledScan:
+def compiled(key: tuple, build) -> CompiledScan:
     with _LOCK:
         hit = _CACHE.get(key)
     if hit is None:
@@ -163,8 +163,8 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
     def build() -> CompiledScan:
         combine = ir.combine_text(text)
         rank = xs[0].ndim
-        params = [_param(f"x{i}", x, rank, True) for i, x in enumerate(xs)]
-        params += [_param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
+        params = [param(f"x{i}", x, rank, True) for i, x in enumerate(xs)]
+        params += [param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
         leaves = ", ".join(f"x{i}" for i in range(len(xs)))
         outs = ", ".join(f"y{i}" for i in range(len(xs)))
         lhs = f"({outs})" if len(xs) > 1 else outs
@@ -173,7 +173,7 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
         program = (f"{combine}program forward({', '.join(params)}) {{\n"
                    f"  {lhs} = scan combine_fn({leaves}) dim={dim}{tail}\n"
                    f"  return {outs}\n}}\n")
-        module = _load(program, "associative_scan")
+        module = load(program, "associative_scan")
         try:
             module.check()
         except ValueError as e:
@@ -181,10 +181,10 @@ def forward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
                              f"fit the leaves): {e}\nThe traced combine:\n{combine}") from None
         return CompiledScan(module, "forward", [])
 
-    return _compiled(_signature("forward", text, xs, captured, dim, reverse), build)
+    return compiled(signature("forward", text, xs, captured, dim, reverse), build)
 
 
-def _load(program: str, what: str) -> scanc.Module:
+def load(program: str, what: str) -> scanc.Module:
     try:
         return scanc.loads(program, f"<{what}>")
     except ValueError as e:
@@ -207,23 +207,34 @@ def _unmark_unused_grads(text: str, n: int) -> tuple[str, tuple[bool, ...]]:
     return text, tuple(j not in skipped for j in range(n))
 
 
+def full(expr: str, like: str, dt: str) -> str:
+    """.scan text of `expr` broadcast to the shape of `like`, in dtype `dt`."""
+    return f"{dt}(where({like} == {like}, {expr}, {expr}))"
+
+
+def float_dtype(xs, what: str) -> torch.dtype:
+    """The one dtype of the floating-point leaves; ValueError when there are none or several."""
+    floats = {x.dtype for x in xs if x.is_floating_point()}
+    if len(floats) != 1:
+        raise ValueError(f"associative_scan: {what} needs floating-point leaves, all of one "
+                         f"dtype (integer and bool leaves get no derivative), got "
+                         f"{[x.dtype for x in xs]}")
+    return floats.pop()
+
+
 def backward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
     """The compiled backward scan of a program text marked by mark_unused_grads."""
     def build() -> CompiledScan:
-        floats = {x.dtype for x in xs if x.is_floating_point()}
-        if len(floats) != 1:
-            raise ValueError("associative_scan: autograd needs floating-point leaves, all of "
-                             f"one dtype (integer and bool leaves get no gradient), got "
-                             f"{[x.dtype for x in xs]}")
+        float_dtype(xs, "autograd")
         combine, live = _unmark_unused_grads(text, len(xs))
         program, cap_out = _backward_text(ir.parse_combine(combine), xs, captured, dim, reverse,
                                           live)
-        return CompiledScan(_load(program, "associative_scan backward"), "backward", cap_out)
+        return CompiledScan(load(program, "associative_scan backward"), "backward", cap_out)
 
-    return _compiled(_signature("backward", text, xs, captured, dim, reverse), build)
+    return compiled(signature("backward", text, xs, captured, dim, reverse), build)
 
 
-def _closed_pattern(nonzero: list[list[bool]]) -> bool:
+def closed_pattern(nonzero: list[list[bool]]) -> bool:
     """Whether products of matrices with this nonzero pattern keep it."""
     n = len(nonzero)
     return all(nonzero[i][j] or not any(nonzero[i][k] and nonzero[k][j] for k in range(n))
@@ -270,21 +281,18 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
     A = [[L[q][p] for q in range(m)] for p in range(m)]
     alive = _live_components(A, [live[j] for j in fl])  # positions in fl; h of the others is 0
     nonzero = [[A[p][q] is not ir.ZERO for q in alive] for p in alive]
-    if not _closed_pattern(nonzero):
+    if not closed_pattern(nonzero):
         nonzero = [[True] * len(alive) for _ in alive]
     # (i, j) over positions in `alive`
     entries = [(i, j) for i in range(len(alive)) for j in range(len(alive)) if nonzero[i][j]]
 
     lines: list[str] = []
-    params = [_param(f"{p}{i}", x, rank, True) for p in ("x", "y") for i, x in enumerate(xs)]
-    params += [_param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
-    params += [_param(f"g{i}", x, rank, True) for i, x in enumerate(xs)]
+    params = [param(f"{p}{i}", x, rank, True) for p in ("x", "y") for i, x in enumerate(xs)]
+    params += [param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
+    params += [param(f"g{i}", x, rank, True) for i, x in enumerate(xs)]
 
     def sl(name: str, start, stop) -> str:
         return f"slice({name}, {d}, {start}, {stop})"
-
-    def full(expr: str, like: str) -> str:  # broadcast to `like`'s shape, in the leaves' dtype
-        return f"{dt}(where({like} == {like}, {expr}, {expr}))"
 
     # Where the A of step t is evaluated: (y_t, x_{t+1}) forward, (y_t, x_{t-1}) reverse.
     for j in range(n):
@@ -297,7 +305,7 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
                                  lines)
     for (i, j), expr, node in zip(entries, a_text, a_nodes):
         lines.append(f"  a{i}_{j} = " + (f"{dt}({expr})" if ir.depends_on(node, ("l", "r"))
-                                         else full(expr, f"x{fl[0]}")))
+                                         else full(expr, f"x{fl[0]}", dt)))
     scan_leaves = [f"a{i}_{j}" for i, j in entries] + [f"g{fl[p]}" for p in alive]
     scan_outs = ["_"] * len(entries) + [f"h{fl[p]}" for p in alive]
     direction = "" if reverse else " reverse"
@@ -323,10 +331,10 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
 
     results = []
     for q, j in enumerate(fl):
-        tail = weighted_sum(terms_dx[q]) if terms_dx[q] else full("0", f"xc{j}")
+        tail = weighted_sum(terms_dx[q]) if terms_dx[q] else full("0", f"xc{j}", dt)
         # y_0 = x_0: dx_0 = h_0 (0 where h_j is)
         bounds = (0, 1) if not reverse else (-1, size)
-        first = sl(f"h{j}", *bounds) if q in alive else full("0", sl(f"x{j}", *bounds))
+        first = sl(f"h{j}", *bounds) if q in alive else full("0", sl(f"x{j}", *bounds), dt)
         parts = (first, f"dt{j}") if not reverse else (f"dt{j}", first)
         lines.append(f"  dt{j} = {tail}")
         lines.append(f"  dx{j} = concat({d}, {parts[0]}, {parts[1]})")
@@ -337,15 +345,15 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
             lines.append(f"  dc{k} = {weighted_sum(group)}")
             results.append(f"dc{k}")
             cap_out.append(k)
-    program = (_affine_combine(len(alive), entries) +
+    program = (affine_combine(len(alive), entries, "affine_backward") +
                f"program backward({', '.join(params)}) {{\n" + "\n".join(lines) +
                f"\n  return {', '.join(results)}\n}}\n")
     return program, cap_out
 
 
-def _affine_combine(n: int, entries: list[tuple[int, int]]) -> str:
-    """combine affine_backward(pA.., pb.. | qA.., qb..) -> (qA pA, qA pb + qb), over the
-    nonzero entries of A."""
+def affine_combine(n: int, entries: list[tuple[int, int]], name: str) -> str:
+    """combine NAME(pA.., pb.. | qA.., qb..) -> (qA pA, qA pb + qb), over the nonzero entries
+    of A: the affine maps h -> A h + b, p applied first."""
     have = set(entries)
     left = [f"pa{i}_{j}" for i, j in entries] + [f"pb{i}" for i in range(n)]
     right = [f"qa{i}_{j}" for i, j in entries] + [f"qb{i}" for i in range(n)]
@@ -359,5 +367,5 @@ def _affine_combine(n: int, entries: list[tuple[int, int]]) -> str:
                     or "0")
     for i in range(n):
         outs.append(" + ".join(dot(i, lambda k: f"pb{k}") + [f"qb{i}"]))
-    return (f"combine affine_backward({', '.join(left)} | {', '.join(right)}) {{\n"
+    return (f"combine {name}({', '.join(left)} | {', '.join(right)}) {{\n"
             f"  return {', '.join(outs)}\n}}\n")

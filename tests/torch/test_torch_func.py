@@ -1,0 +1,199 @@
+"""scanc.torch.associative_scan under torch.func (vmap, grad, vjp, jacrev, jvp, jacfwd) and
+forward-mode AD: each transform of a scan equals the same transform of the sequential loop
+(torch differentiating and batching ordinary indexing), in float64."""
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwad
+
+import scanc.torch as st
+import torch_scan_loops as loops
+
+LENGTHS = [0, 1, 2, 7, 17, 31]
+
+
+def draw(*shape, seed, low=None):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return x if low is None else x.abs() + low
+
+
+def smooth_max(t):
+    return lambda a, b: t * torch.logaddexp(a / t, b / t)
+
+
+# (name, combine, leaves drawn for a shape): each combine beside its loop, the same function.
+CASES = {
+    "sum": (loops.add, lambda s, seed: draw(*s, seed=seed)),
+    "prod": (loops.mul, lambda s, seed: draw(*s, seed=seed, low=0.5)),
+    "max": (loops.maximum, lambda s, seed: draw(*s, seed=seed)),
+    "logaddexp": (loops.logaddexp, lambda s, seed: draw(*s, seed=seed)),
+    "affine": (loops.affine, lambda s, seed: (draw(*s, seed=seed).sigmoid(),
+                                               draw(*s, seed=seed + 1))),
+    "matrix2x2": (loops.matrix2x2, lambda s, seed: {k: draw(*s, seed=seed + i) * 0.5
+                                                     for i, k in enumerate("abcd")}),
+}
+
+
+def scan_pair(combine, dim, reverse=False):
+    """The scanc scan and the loop, as functions of the leaves as separate arguments."""
+    def make(scan):
+        def f(*leaves):
+            xs = leaves[0] if len(leaves) == 1 else leaves
+            if isinstance(xs, tuple) and len(xs) == 4:  # matrix2x2's dict
+                xs = dict(zip("abcd", xs))
+            out = scan(combine, xs, dim, reverse=reverse)
+            return tuple(out[k] for k in "abcd") if isinstance(out, dict) else out
+        return f
+    return make(st.associative_scan), make(loops.loop_scan)
+
+
+def leaves_of(xs):
+    if isinstance(xs, dict):
+        return tuple(xs[k] for k in "abcd")
+    return xs if isinstance(xs, tuple) else (xs,)
+
+
+def assert_close_trees(got, want):
+    got, want = torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("length", LENGTHS)
+def test_vmap_of_a_scan_equals_vmap_of_the_loop(name, reverse, length):
+    combine, leaves = CASES[name]
+    xs = leaves_of(leaves((length, 3, 4), seed=length))  # batch dim 1, scanned dim 1 of each
+    scan, loop = scan_pair(combine, 1, reverse)
+    in_dims = (1,) * len(xs)
+    assert_close_trees(torch.func.vmap(scan, in_dims)(*xs), torch.func.vmap(loop, in_dims)(*xs))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("length", LENGTHS)
+def test_jvp_of_a_scan_equals_the_loop_s(name, reverse, length):
+    combine, leaves = CASES[name]
+    xs = leaves_of(leaves((2, length), seed=length))
+    tangents = tuple(draw(*x.shape, seed=50 + i) for i, x in enumerate(xs))
+    scan, loop = scan_pair(combine, 1, reverse)
+    assert_close_trees(torch.func.jvp(scan, xs, tangents), torch.func.jvp(loop, xs, tangents))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("reverse", [False, True])
+def test_jacrev_and_jacfwd_of_a_scan_equal_the_loop_s_jacobian(name, reverse):
+    combine, leaves = CASES[name]
+    xs = leaves_of(leaves((2, 5), seed=3))
+    scan, loop = scan_pair(combine, 1, reverse)
+    argnums = tuple(range(len(xs)))
+    want = torch.func.jacrev(loop, argnums)(*xs)
+    assert_close_trees(torch.func.jacrev(scan, argnums)(*xs), want)
+    assert_close_trees(torch.func.jacfwd(scan, argnums)(*xs), want)
+
+
+def test_ties_of_a_running_max_split_tangents_as_the_loop_does_over_a_long_scan():
+    # Rounded values tie often; a scan of dual numbers would split each tie in the order the
+    # scan combines, the loop splits it step by step, and so does scanc's forward mode.
+    x = draw(3, 4001, seed=1).round()
+    t = draw(3, 4001, seed=2)
+    scan, loop = scan_pair(loops.maximum, 1)
+    assert_close_trees(torch.func.jvp(scan, (x,), (t,)), torch.func.jvp(loop, (x,), (t,)))
+    # Forward and reverse mode agree: <u, J t> = <J^T u, t>.
+    u = draw(3, 4001, seed=3)
+    _, vjp = torch.func.vjp(scan, x)
+    torch.testing.assert_close((u * torch.func.jvp(scan, (x,), (t,))[1]).sum(),
+                               (vjp(u)[0] * t).sum())
+
+
+def test_captured_values_batch_and_carry_tangents_and_per_sample_gradients():
+    x, tau = draw(4, 6, 3, seed=4), draw(4, 3, seed=5, low=0.5)  # per sample: x (6, 3), tau (3,)
+
+    def scan(v, t):
+        return st.associative_scan(smooth_max(t), v, 0)
+
+    def loop(v, t):
+        return loops.loop_scan(smooth_max(t), v, 0)
+
+    # tau batched with x, and one tau for every sample.
+    assert_close_trees(torch.func.vmap(scan)(x, tau), torch.func.vmap(loop)(x, tau))
+    assert_close_trees(torch.func.vmap(scan, (0, None))(x, tau[0]),
+                       torch.func.vmap(loop, (0, None))(x, tau[0]))
+    # A tangent on the captured value alone, and on both.
+    assert_close_trees(torch.func.jvp(lambda t: scan(x[0], t), (tau[0],), (tau[1],)),
+                       torch.func.jvp(lambda t: loop(x[0], t), (tau[0],), (tau[1],)))
+    assert_close_trees(torch.func.jvp(scan, (x[0], tau[0]), (x[1], tau[1])),
+                       torch.func.jvp(loop, (x[0], tau[0]), (x[1], tau[1])))
+    # Per-sample gradients for a tau shared by the batch: one gradient per sample, not a sum.
+    def loss(f):
+        return lambda v, t: f(v, t).sin().sum()
+
+    per_sample = torch.func.vmap(torch.func.grad(loss(scan), argnums=(0, 1)), (0, None))
+    got = per_sample(x, tau[0])
+    assert got[1].shape == (4, 3)
+    assert_close_trees(got, torch.func.vmap(torch.func.grad(loss(loop), argnums=(0, 1)),
+                                            (0, None))(x, tau[0]))
+
+
+def test_integer_leaves_carry_no_tangent_and_the_float_leaves_get_the_loop_s():
+    def running_max_with_index(a, b):
+        later = b[0] >= a[0]
+        return torch.where(later, b[0], a[0]), torch.where(later, b[1], a[1])
+
+    x = draw(3, 9, seed=6).round(decimals=1)
+    index = torch.arange(9).expand(3, 9).contiguous()
+    t = draw(3, 9, seed=7)
+
+    def scan(v):
+        return st.associative_scan(running_max_with_index, (v, index), 1)
+
+    def loop(v):
+        return loops.loop_scan(running_max_with_index, (v, index), 1)
+
+    (values, indices), (dvalues, dindices) = torch.func.jvp(scan, (x,), (t,))
+    (want_values, want_indices), (want_dvalues, want_dindices) = torch.func.jvp(loop, (x,), (t,))
+    assert torch.equal(indices, want_indices)
+    torch.testing.assert_close(values, want_values)
+    torch.testing.assert_close(dvalues, want_dvalues)
+    assert torch.equal(dindices, want_dindices) and not dindices.any()
+
+
+def test_forward_mode_dual_tensors_get_the_loop_s_tangent():
+    x, t = draw(2, 11, seed=8), draw(2, 11, seed=9)
+    with fwad.dual_level():
+        y = st.associative_scan(loops.logaddexp, fwad.make_dual(x, t), 1)
+        got = fwad.unpack_dual(y).tangent
+    torch.testing.assert_close(got, torch.func.jvp(
+        lambda v: loops.loop_scan(loops.logaddexp, v, 1), (x,), (t,))[1])
+
+
+def test_a_float32_scan_s_tangent_is_float32_and_close_to_the_float64_loop():
+    x, t = draw(3, 33, seed=10), draw(3, 33, seed=11)
+    y, dy = torch.func.jvp(lambda v: st.associative_scan(loops.logaddexp, v, 1),
+                           (x.float(),), (t.float(),))
+    assert dy.dtype == torch.float32
+    want = torch.func.jvp(lambda v: loops.loop_scan(loops.logaddexp, v, 1), (x,), (t,))[1]
+    torch.testing.assert_close(dy.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_vmap_under_dynamic_compile_equals_eager_for_two_lengths():
+    def batched(v):
+        return torch.func.vmap(lambda r: st.associative_scan(loops.logaddexp, r, 0))(v)
+
+    compiled = torch.compile(batched, dynamic=True, fullgraph=True)
+    for n in (5, 12):
+        x = draw(3, n, seed=n)
+        torch.testing.assert_close(compiled(x), torch.func.vmap(
+            lambda r: loops.loop_scan(loops.logaddexp, r, 0))(x))
+
+
+@pytest.mark.parametrize("second", [
+    lambda f, x: torch.func.hessian(lambda v: f(v).sum())(x),
+    lambda f, x: torch.func.jacfwd(torch.func.jacfwd(lambda v: f(v).sum()))(x),
+    lambda f, x: torch.func.grad(lambda v: torch.func.grad(lambda w: f(w).sum())(v).sum())(x),
+], ids=["hessian", "jacfwd of jacfwd", "grad of grad"])
+def test_second_derivatives_are_refused_by_name(second):
+    with pytest.raises(NotImplementedError, match="second derivatives"):
+        second(lambda v: st.associative_scan(loops.mul, v, 0), draw(6, seed=12))
