@@ -160,6 +160,23 @@ def test_integer_leaves_carry_no_tangent_and_the_float_leaves_get_the_loop_s():
     assert torch.equal(dindices, want_dindices) and not dindices.any()
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_leaf_vmap_does_not_batch_is_shared_by_every_batch_element(reverse):
+    def segmented_sum(a, b):
+        return a[0] | b[0], torch.where(b[0], b[1], a[1] + b[1])
+
+    flags = torch.rand(13, generator=torch.Generator().manual_seed(13)) < 0.3
+    x = draw(5, 13, seed=14)
+
+    def scan(v):
+        return st.associative_scan(segmented_sum, (flags, v), 0, reverse=reverse)[1]
+
+    def loop(v):
+        return loops.loop_scan(segmented_sum, (flags, v), 0, reverse)[1]
+
+    torch.testing.assert_close(torch.func.vmap(scan)(x), torch.func.vmap(loop)(x))
+
+
 def test_forward_mode_dual_tensors_get_the_loop_s_tangent():
     x, t = draw(2, 11, seed=8), draw(2, 11, seed=9)
     with fwad.dual_level():
