@@ -115,13 +115,18 @@ def test_integer_leaves_carry_no_gradient_and_the_float_leaves_get_torch_s(rever
             (torch.cummax(x, 1).values * weights).sum(), x)[0])
 
 
-def test_a_gradient_of_a_gradient_is_refused_by_name():
-    x = leaf(2, 9, seed=3)
-    (first,) = torch.autograd.grad(st.associative_scan(loops.mul, x, 1).sum(), x,
-                                   create_graph=True)
-    with pytest.raises(NotImplementedError, match="gradients of gradients"):
-        torch.autograd.grad(first.sum(), x)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_gradient_of_a_gradient_equals_the_loop_s(reverse):
+    x, tau = leaf(2, 9, seed=3), leaf(2, seed=4, positive=True)
 
+    def second(scan):
+        y = scan(lambda a, b: tau * torch.logaddexp(a / tau, b / tau), x, 1, reverse=reverse)
+        gx, gt = torch.autograd.grad(y.sin().sum(), (x, tau), create_graph=True)
+        return torch.autograd.grad((gx * gx).sum() + (gt * gt).sum(), (x, tau))
+
+    got, want = second(st.associative_scan), second(loops.loop_scan)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
 
 
 @pytest.mark.parametrize("how", ["is_grads_batched", "vectorized jacobian"])

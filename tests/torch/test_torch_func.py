@@ -47,6 +47,14 @@ def scan_pair(combine, dim, reverse=False):
     return make(st.associative_scan), make(loops.loop_scan)
 
 
+def case_on_rows(name, reverse, seed):
+    """A case's leaves (2 rows of 5), its scan and loop along the rows, and every leaf's
+    argnum."""
+    combine, leaves = CASES[name]
+    xs = leaves_of(leaves((2, 5), seed=seed))
+    return (xs, *scan_pair(combine, 1, reverse), tuple(range(len(xs))))
+
+
 def leaves_of(xs):
     if isinstance(xs, dict):
         return tuple(xs[k] for k in "abcd")
@@ -85,10 +93,7 @@ def test_jvp_of_a_scan_equals_the_loop_s(name, reverse, length):
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("reverse", [False, True])
 def test_jacrev_and_jacfwd_of_a_scan_equal_the_loop_s_jacobian(name, reverse):
-    combine, leaves = CASES[name]
-    xs = leaves_of(leaves((2, 5), seed=3))
-    scan, loop = scan_pair(combine, 1, reverse)
-    argnums = tuple(range(len(xs)))
+    xs, scan, loop, argnums = case_on_rows(name, reverse, seed=3)
     want = torch.func.jacrev(loop, argnums)(*xs)
     assert_close_trees(torch.func.jacrev(scan, argnums)(*xs), want)
     assert_close_trees(torch.func.jacfwd(scan, argnums)(*xs), want)
@@ -206,11 +211,77 @@ def test_vmap_under_dynamic_compile_equals_eager_for_two_lengths():
             lambda r: loops.loop_scan(loops.logaddexp, r, 0))(x))
 
 
-@pytest.mark.parametrize("second", [
-    lambda f, x: torch.func.hessian(lambda v: f(v).sum())(x),
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("reverse", [False, True])
+def test_hessians_equal_the_loop_s(name, reverse):
+    xs, scan, loop, argnums = case_on_rows(name, reverse, seed=15)
+
+    def loss(f):
+        return lambda *v: sum(y.sin().sum() for y in torch.utils._pytree.tree_leaves(f(*v)))
+
+    assert_close_trees(torch.func.hessian(loss(scan), argnums)(*xs),
+                       torch.func.hessian(loss(loop), argnums)(*xs))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_second_and_third_derivatives_through_a_captured_value_equal_the_loop_s(reverse):
+    x, tau = draw(2, 7, seed=16), draw(2, seed=17, low=0.5)
+
+    def loss(scan):
+        return lambda v, t: scan(smooth_max(t), v, 1, reverse=reverse).sin().sum()
+
+    got, want = loss(st.associative_scan), loss(loops.loop_scan)
+    assert_close_trees(torch.func.hessian(got, (0, 1))(x, tau),
+                       torch.func.hessian(want, (0, 1))(x, tau))
+    assert_close_trees(torch.func.jacrev(torch.func.jacrev(torch.func.grad(got, 1), 1), 1)(x, tau),
+                       torch.func.jacrev(torch.func.jacrev(torch.func.grad(want, 1), 1), 1)(x, tau))
+
+
+def test_hessian_vector_products_equal_the_loop_s():
+    x, v = draw(3, 9, seed=18), draw(3, 9, seed=19)
+
+    def loss(scan):
+        return lambda w: scan(loops.logaddexp, w, 1).sin().sum()
+
+    got, want = loss(st.associative_scan), loss(loops.loop_scan)
+    torch.testing.assert_close(torch.func.jvp(torch.func.grad(got), (x,), (v,))[1],
+                               torch.func.jvp(torch.func.grad(want), (x,), (v,))[1])
+    torch.testing.assert_close(torch.autograd.functional.hvp(got, x, v)[1],
+                               torch.autograd.functional.hvp(want, x, v)[1])
+
+
+def test_a_hessian_through_a_running_max_with_an_integer_index_equals_the_loop_s():
+    def running_max_with_index(a, b):
+        later = b[0] >= a[0]
+        return torch.where(later, b[0], a[0]), torch.where(later, b[1], a[1])
+
+    x = draw(2, 8, seed=20)
+    index = torch.arange(8).expand(2, 8).contiguous()
+
+    def loss(scan):
+        return lambda v: scan(running_max_with_index, (v, index), 1)[0].sin().sum()
+
+    torch.testing.assert_close(torch.func.hessian(loss(st.associative_scan))(x),
+                               torch.func.hessian(loss(loops.loop_scan))(x))
+
+
+@pytest.mark.parametrize("nested", [
     lambda f, x: torch.func.jacfwd(torch.func.jacfwd(lambda v: f(v).sum()))(x),
-    lambda f, x: torch.func.grad(lambda v: torch.func.grad(lambda w: f(w).sum())(v).sum())(x),
-], ids=["hessian", "jacfwd of jacfwd", "grad of grad"])
-def test_second_derivatives_are_refused_by_name(second):
-    with pytest.raises(NotImplementedError, match="second derivatives"):
-        second(lambda v: st.associative_scan(loops.mul, v, 0), draw(6, seed=12))
+    lambda f, x: torch.func.jvp(lambda v: torch.func.jvp(f, (v,), (v,))[1], (x,), (x,)),
+    lambda f, x: torch.func.jacfwd(torch.func.hessian(lambda v: f(v).sum()))(x),
+], ids=["jacfwd of jacfwd", "jvp of jvp", "jacfwd of hessian"])
+def test_forward_mode_over_forward_mode_is_refused_by_name(nested):
+    with pytest.raises(NotImplementedError, match="forward mode over forward mode"):
+        nested(lambda v: st.associative_scan(loops.mul, v, 0), draw(6, seed=21))
+
+
+def test_a_second_derivative_of_the_fused_backward_is_refused_by_name():
+    # torch.autograd.grad(create_graph=True) inside torch.func.grad runs at grad's own level,
+    # where the backward is the fused op's, which has no derivative.
+    def squared_gradient(v):
+        y = st.associative_scan(loops.logaddexp, v, 1)
+        (g,) = torch.autograd.grad(y.sin().sum(), v, create_graph=True)
+        return (g * g).sum()
+
+    with pytest.raises(NotImplementedError, match="fused op that has no derivative"):
+        torch.func.grad(squared_gradient)(draw(2, 5, seed=22))

@@ -24,6 +24,8 @@ class Emitter:
     """Creates aten call_function nodes in `graph` for ir operations; operands are fx nodes or
     Python numbers."""
 
+    operand = fx.Node  # what a tensor operand is
+
     def __init__(self, graph: fx.Graph) -> None:
         self.graph = graph
 
@@ -31,7 +33,7 @@ class Emitter:
         return self.graph.call_function(target, args, kwargs)
 
     def __call__(self, op: str, args: list) -> Any:
-        tensors = [isinstance(a, fx.Node) for a in args]
+        tensors = [isinstance(a, self.operand) for a in args]
         if not any(tensors):
             if op == "where":
                 return args[1] if args[0] else args[2]
@@ -139,6 +141,19 @@ class Emitter:
         return self.call(packet.Tensor, a, count)
 
 
+class EagerEmitter(Emitter):
+    """The same aten operations run on tensors as they are emitted (autograd records them):
+    scanc's expression semantics in differentiable torch operations."""
+
+    operand = torch.Tensor
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def call(self, target, *args, **kwargs) -> torch.Tensor:
+        return target(*args, **kwargs)
+
+
 INTEGERS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 _BOOL_RESULTS = ("lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
                  "logical_not", "logical_xor")
@@ -160,10 +175,12 @@ def _cast_number(value, dtype: torch.dtype):
     return torch.tensor(int(value), dtype=torch.int64).to(dtype).item()
 
 
-def _dtype_of(node: fx.Node) -> torch.dtype | None:
+def _dtype_of(node: fx.Node | torch.Tensor) -> torch.dtype | None:
     """The dtype of an fx node: from its fake value where it has one (the exported graph's
     nodes), else from the aten op that made it (scanc promotes nothing, so an operation's
-    result has its tensor operands' dtype)."""
+    result has its tensor operands' dtype). A tensor's own, for EagerEmitter."""
+    if isinstance(node, torch.Tensor):
+        return node.dtype
     val = node.meta.get("val")
     if val is not None:
         return val.dtype
@@ -200,7 +217,7 @@ def apply_combine(emit: Emitter, comb: ir.Combine, left, right, captured) -> lis
     for r, node, like in zip(results, comb.outputs, left):
         # A result that ignores the running values still covers every element.
         if not ir.depends_on(node, ("l", "r")):
-            if not isinstance(r, fx.Node):  # a number: of the leaf's dtype, not torch's default
+            if not isinstance(r, emit.operand):  # a number: of the leaf's dtype, not torch's default
                 r = emit.call(aten.scalar_tensor.default, r, dtype=_dtype_of(like))
             same = emit.call(aten.eq.Tensor, like, like)
             r = emit("where", [same, r, r])

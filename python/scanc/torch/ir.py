@@ -289,6 +289,19 @@ def print_statements(outputs: list[Node], names: Callable[[Node], str], prefix: 
     return [ref(o) for o in outputs]
 
 
+def print_combine(comb: Combine, name: str = "combine_fn") -> str:
+    """comb as one line of .scan text, in the form the tracer writes (leaves l0.., r0..,
+    captured c0.., one operation per statement, `;` between them)."""
+    lines: list[str] = []
+    results = print_statements(comb.outputs, lambda v: f"{v.value[0]}{v.value[1]}", "t", lines,
+                               indent="")
+    names = lambda kind, count: ", ".join(f"{kind}{i}" for i in range(count))  # noqa: E731
+    captured = f"; {names('c', comb.num_captured)}" if comb.num_captured else ""
+    body = "; ".join(lines + [f"return {', '.join(results)}"])
+    return (f"combine {name}({names('l', comb.num_leaves)} | {names('r', comb.num_leaves)}"
+            f"{captured}) {{ {body} }}")
+
+
 def evaluate(outputs: list[Node], env: Callable[[Node], Any],
              apply: Callable[[str, list[Any]], Any]) -> list[Any]:
     """The outputs computed by `apply(op, operand values)`; vars come from `env`, constants

@@ -17,6 +17,7 @@ op's dispatch, which costs more than a small scan, and call the same implementat
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import torch
@@ -25,7 +26,7 @@ from torch._C import _functorch
 from torch.autograd import forward_ad
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from . import batching, programs, pytrees
+from . import batching, differentiable, programs, pytrees
 from .tangents import jvp_program, mark_captured_tangents
 from .trace import trace_combine
 
@@ -105,8 +106,8 @@ def _scan_backward_fake(program, xs, ys, captured, grads, dim, reverse):
 @torch.library.custom_op("scanc::associative_scan_jvp", mutates_args=())
 def scan_jvp_op(program: str, xs: list[Tensor], ys: list[Tensor], captured: list[Tensor],
                 tangents: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
-    compiled = jvp_program(program, xs, captured, dim, reverse)
     floats = [x for x in xs if x.is_floating_point()]
+    compiled = jvp_program(program, xs, captured, tangents[len(floats):], dim, reverse)
     outputs = [x.new_empty(x.shape) for x in floats] if xs[0].is_cuda else None  # as in _scan
     outs = programs.run(compiled, list(xs) + list(ys) + list(captured) + list(tangents), outputs)
     return [o.contiguous() for o in outs]
@@ -148,11 +149,11 @@ scan_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _no_double_backward(ctx, *grads):
-    raise NotImplementedError("associative_scan: gradients of gradients and other second "
-                              "derivatives (a backward through a backward taken with "
-                              "create_graph=True, torch.func.hessian, jacfwd of jacrev or of "
-                              "jacfwd) are not supported; first derivatives are, in either "
-                              "mode and under vmap")
+    raise NotImplementedError(
+        "associative_scan: this derivative was taken by a fused op that has no derivative of "
+        "its own (a second derivative inside torch.compile, or torch.autograd.grad with "
+        "create_graph=True inside torch.func.grad); take second derivatives in eager calls, "
+        "with nested torch.func transforms or with create_graph=True outside torch.func")
 
 
 for _op in (scan_backward_op, scan_jvp_op):
@@ -165,8 +166,9 @@ batching.register(scan_jvp_op, (batching.EXPAND, batching.EXPAND, batching.BROAD
 
 class _Scan(torch.autograd.Function):
     """scan_op's autograd without the dispatcher, in the form torch.func transforms take: the
-    same forward, context and backward, the forward-mode derivative (scan_jvp_op), and vmap
-    through the ops' batching rules (batching.py)."""
+    same forward, context and backward, the forward-mode derivative (scan_jvp_op), vmap
+    through the ops' batching rules (batching.py), and derivatives that may be differentiated
+    again taken by differentiable torch operations (differentiable.py)."""
 
     generate_vmap_rule = True
 
@@ -185,7 +187,10 @@ class _Scan(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        _, dxs, dcs, _, _ = _backward(ctx, list(grads), _Derived.caller(scan_backward_op))
+        how = (functools.partial(differentiable.backward, _scan_leaves)
+               if _may_differentiate_again(ctx.saved_tensors + grads, forward_mode=False)
+               else _Derived.caller(scan_backward_op))
+        _, dxs, dcs, _, _ = _backward(ctx, list(grads), how)
         return (None, None, None, None, *dxs, *dcs)
 
     @staticmethod
@@ -197,15 +202,60 @@ class _Scan(torch.autograd.Function):
         dxs = [torch.zeros_like(xs[j]) if tangents[j] is None else tangents[j] for j in floats]
         with_tangent = [k for k, t in enumerate(tangents[n:]) if t is not None]
         text = mark_captured_tangents(program, with_tangent)
-        dys = iter(_Derived.caller(scan_jvp_op)(
-            text, xs, ys, captured, dxs + [tangents[n + k] for k in with_tangent], dim, reverse))
+        _refuse_forward_over_forward(saved + tangents)
+        how = _Derived.caller(scan_jvp_op)
+        if _may_differentiate_again(saved + tangents, forward_mode=True):
+            how = functools.partial(differentiable.jvp, _scan_leaves)
+        dys = iter(how(text, xs, ys, captured, dxs + [tangents[n + k] for k in with_tangent],
+                       dim, reverse))
         return tuple(next(dys) if x.is_floating_point() else None for x in xs)
 
 
+def _scan_leaves(program: str, leaves: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
+    """The differentiable scan of leaves without captured values (differentiable.py's)."""
+    return list(_Scan.apply(program, dim, reverse, len(leaves), *leaves))
+
+
+def _outer_levels(tensors) -> list:
+    """The torch.func levels that differentiate (vmap's do not) other than the one taking the
+    derivative of `tensors` (the saved ones and the incoming gradients or tangents):
+    torch.func.grad keeps its own level on the stack during its backward, with the tensors
+    living there; a vjp's level is gone by its backward."""
+    own = {_functorch.maybe_get_level(t) for t in tensors if t is not None}
+    return [i for i in _functorch.get_interpreter_stack() or []
+            if i.key() != _functorch.TransformType.Vmap and i.level() not in own]
+
+
+def _may_differentiate_again(tensors, forward_mode: bool) -> bool:
+    """Whether the derivative being computed may itself be differentiated: then it is taken by
+    differentiable torch operations instead of the fused op. That is so under an outer
+    torch.func level that differentiates, under forward-mode AD over a backward, and, outside
+    torch.func, in a backward that builds a graph (create_graph=True) or a tangent that
+    autograd records."""
+    if _outer_levels(tensors) or (not forward_mode and forward_ad._current_level >= 0):
+        return True
+    if _functorch.get_interpreter_stack() or not torch.is_grad_enabled():
+        return False
+    return not forward_mode or any(t is not None and t.requires_grad for t in tensors)
+
+
+def _refuse_forward_over_forward(tensors) -> None:
+    """Forward mode over forward mode: torch hands an autograd.Function's jvp tensors without
+    their outer tangents (an x * x Function whose jvp returns 2 x t gets 0 as its second
+    derivative), so the result would be wrong. Refused by name."""
+    outer_jvp = any(i.key() == _functorch.TransformType.Jvp for i in _outer_levels(tensors))
+    if outer_jvp or forward_ad._current_level >= 1:
+        raise NotImplementedError(
+            "associative_scan: forward mode over forward mode (jacfwd of jacfwd, jvp of jvp, "
+            "jacfwd of hessian) is not supported: torch does not carry an outer tangent into "
+            "an autograd.Function's jvp; take the outer derivative in reverse mode "
+            "(jacrev(jacfwd(f))) or use torch.func.hessian (jacfwd of jacrev)")
+
+
 class _Derived(torch.autograd.Function):
-    """scan_backward_op or scan_jvp_op in the form torch.func transforms take, for _Scan: vmap
-    through their batching rules; their own derivatives (a gradient of a gradient, a hessian)
-    are refused by name."""
+    """scan_backward_op or scan_jvp_op in the form torch.func transforms take, for _Scan's
+    first derivatives: vmap through their batching rules; a derivative of theirs, where
+    _may_differentiate_again did not foresee one, is refused by name."""
 
     generate_vmap_rule = True
 

@@ -201,7 +201,7 @@ def mark_unused_grads(text: str, live: list[bool]) -> str:
     return text + _UNUSED_GRADS + " ".join(unused) if unused else text
 
 
-def _unmark_unused_grads(text: str, n: int) -> tuple[str, tuple[bool, ...]]:
+def unmark_unused_grads(text: str, n: int) -> tuple[str, tuple[bool, ...]]:
     text, _, unused = text.partition(_UNUSED_GRADS)
     skipped = {int(j) for j in unused.split()}
     return text, tuple(j not in skipped for j in range(n))
@@ -226,7 +226,7 @@ def backward(text: str, xs, captured, dim: int, reverse: bool) -> CompiledScan:
     """The compiled backward scan of a program text marked by mark_unused_grads."""
     def build() -> CompiledScan:
         float_dtype(xs, "autograd")
-        combine, live = _unmark_unused_grads(text, len(xs))
+        combine, live = unmark_unused_grads(text, len(xs))
         program, cap_out = _backward_text(ir.parse_combine(combine), xs, captured, dim, reverse,
                                           live)
         return CompiledScan(load(program, "associative_scan backward"), "backward", cap_out)
@@ -257,6 +257,42 @@ def _live_components(A: list[list[ir.Node]], has_grad: list[bool]) -> list[int]:
     return [p for p, a in enumerate(alive) if a]
 
 
+@dataclass
+class BackwardPlan:
+    """What the backward computes, over positions p, q of the floating-point leaves `fl`:
+    A[p][q] = d f_fl[q] / d l_fl[p] (the transposed Jacobian of the left operand), R[p][q] =
+    d f_fl[p] / d r_fl[q], C[p][k] = d f_fl[p] / d c_k; `alive`, the positions whose state
+    can be nonzero; `entries`, the (i, j) over positions in `alive` where A may be nonzero."""
+    fl: list[int]
+    A: list[list[ir.Node]]
+    R: list[list[ir.Node]]
+    C: list[list[ir.Node]]
+    alive: list[int]
+    entries: list[tuple[int, int]]
+
+
+def backward_plan(comb: ir.Combine, xs, num_captured: int,
+                  live: tuple[bool, ...]) -> BackwardPlan:
+    """`live[j]`: whether output j has a gradient (at least one does)."""
+    n = comb.num_leaves
+    fl = [j for j, x in enumerate(xs) if x.is_floating_point()]
+    m = len(fl)
+    left = [ir.var("l", j) for j in range(n)]
+    right = [ir.var("r", j) for j in range(n)]
+    memo_l = [dict() for _ in range(n)]
+    memo_r = [dict() for _ in range(n)]
+    L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in fl] for i in fl]
+    R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in fl] for i in fl]
+    C = [[derivative(comb.outputs[i], ir.var("c", k)) for k in range(num_captured)] for i in fl]
+    A = [[L[q][p] for q in range(m)] for p in range(m)]
+    alive = _live_components(A, [live[j] for j in fl])  # positions in fl; h of the others is 0
+    nonzero = [[A[p][q] is not ir.ZERO for q in alive] for p in alive]
+    if not closed_pattern(nonzero):
+        nonzero = [[True] * len(alive) for _ in alive]
+    entries = [(i, j) for i in range(len(alive)) for j in range(len(alive)) if nonzero[i][j]]
+    return BackwardPlan(fl, A, R, C, alive, entries)
+
+
 def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
                    live: tuple[bool, ...]):
     """The backward program over the differentiable (floating-point) leaves `fl`: the others
@@ -265,26 +301,11 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
     Returns the program and the captured indices it contributes to; it returns one dx per
     floating-point leaf, in order, then those contributions."""
     n, rank, d = comb.num_leaves, xs[0].ndim, dim
-    fl = [j for j, x in enumerate(xs) if x.is_floating_point()]
+    plan = backward_plan(comb, xs, len(captured), live)
+    fl, A, R, C, alive, entries = plan.fl, plan.A, plan.R, plan.C, plan.alive, plan.entries
     m = len(fl)
     dt = dtype_name(xs[fl[0]])
     size = f"D{d}"
-    left = [ir.var("l", j) for j in range(n)]
-    right = [ir.var("r", j) for j in range(n)]
-    caps = [ir.var("c", k) for k in range(len(captured))]
-    memo_l = [dict() for _ in range(n)]
-    memo_r = [dict() for _ in range(n)]
-    # Over positions p, q of fl: L[p][q] = d f_fl[p] / d l_fl[q]; A = L^T.
-    L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in fl] for i in fl]
-    R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in fl] for i in fl]
-    C = [[derivative(comb.outputs[i], c) for c in caps] for i in fl]
-    A = [[L[q][p] for q in range(m)] for p in range(m)]
-    alive = _live_components(A, [live[j] for j in fl])  # positions in fl; h of the others is 0
-    nonzero = [[A[p][q] is not ir.ZERO for q in alive] for p in alive]
-    if not closed_pattern(nonzero):
-        nonzero = [[True] * len(alive) for _ in alive]
-    # (i, j) over positions in `alive`
-    entries = [(i, j) for i in range(len(alive)) for j in range(len(alive)) if nonzero[i][j]]
 
     lines: list[str] = []
     params = [param(f"{p}{i}", x, rank, True) for p in ("x", "y") for i, x in enumerate(xs)]
@@ -345,27 +366,29 @@ def _backward_text(comb: ir.Combine, xs, captured, dim: int, reverse: bool,
             lines.append(f"  dc{k} = {weighted_sum(group)}")
             results.append(f"dc{k}")
             cap_out.append(k)
-    program = (affine_combine(len(alive), entries, "affine_backward") +
+    program = (ir.print_combine(affine_combine(len(alive), entries), "affine_backward") + "\n" +
                f"program backward({', '.join(params)}) {{\n" + "\n".join(lines) +
                f"\n  return {', '.join(results)}\n}}\n")
     return program, cap_out
 
 
-def affine_combine(n: int, entries: list[tuple[int, int]], name: str) -> str:
-    """combine NAME(pA.., pb.. | qA.., qb..) -> (qA pA, qA pb + qb), over the nonzero entries
-    of A: the affine maps h -> A h + b, p applied first."""
-    have = set(entries)
-    left = [f"pa{i}_{j}" for i, j in entries] + [f"pb{i}" for i in range(n)]
-    right = [f"qa{i}_{j}" for i, j in entries] + [f"qb{i}" for i in range(n)]
+def affine_combine(n: int, entries: list[tuple[int, int]]) -> ir.Combine:
+    """The combine (pA.., pb.. | qA.., qb..) -> (qA pA, qA pb + qb) of affine maps h -> A h + b
+    (p applied first) over the nonzero entries of the n x n matrices A: leaves are the entries
+    in order, then b's n components."""
+    index = {entry: e for e, entry in enumerate(entries)}
+    count = len(entries)
 
-    def dot(i: int, rhs) -> list[str]:
-        return [f"qa{i}_{k} * {rhs(k)}" for k in range(n) if (i, k) in have and rhs(k)]
+    def row_times(i: int, column) -> ir.Node:
+        """The sum over k of qA[i][k] * column(k), where both are nonzero, from k = 0 up."""
+        out = ir.ZERO
+        for k in range(n):
+            if (i, k) in index and column(k) is not None:
+                out = ir.make("+", out, ir.make("*", ir.var("r", index[i, k]), column(k)))
+        return out
 
-    outs = []
-    for i, j in entries:
-        outs.append(" + ".join(dot(i, lambda k: f"pa{k}_{j}" if (k, j) in have else None))
-                    or "0")
-    for i in range(n):
-        outs.append(" + ".join(dot(i, lambda k: f"pb{k}") + [f"qb{i}"]))
-    return (f"combine {name}({', '.join(left)} | {', '.join(right)}) {{\n"
-            f"  return {', '.join(outs)}\n}}\n")
+    outs = [row_times(i, lambda k: ir.var("l", index[k, j]) if (k, j) in index else None)
+            for i, j in entries]
+    outs += [ir.make("+", row_times(i, lambda k: ir.var("l", count + k)), ir.var("r", count + i))
+             for i in range(n)]
+    return ir.Combine(count + n, 0, outs)

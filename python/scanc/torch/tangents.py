@@ -18,6 +18,8 @@ tangent (mark_captured_tangents); it returns one tangent per floating-point leaf
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import ir, programs
 from .derive import derivative
 
@@ -28,30 +30,43 @@ def mark_captured_tangents(text: str, with_tangent: list[int]) -> str:
     return text + _CAPTURED_TANGENTS + " ".join(map(str, with_tangent))
 
 
-def jvp_program(text: str, xs, captured, dim: int, reverse: bool) -> programs.CompiledScan:
-    """The compiled tangent program of a text marked by mark_captured_tangents."""
+def jvp_program(text: str, xs, captured, captured_tangents, dim: int,
+                reverse: bool) -> programs.CompiledScan:
+    """The compiled tangent program of a text marked by mark_captured_tangents, for the
+    tangents of the captured values it names (which broadcast as they do, not as the values:
+    under vmap a tangent may be batched where its value is not)."""
     def build() -> programs.CompiledScan:
-        combine, _, marked = text.partition(_CAPTURED_TANGENTS)
+        combine, with_tangent = unmark(text)
         programs.float_dtype(xs, "forward-mode AD")
-        with_tangent = [int(k) for k in marked.split()]
-        program = _jvp_text(ir.parse_combine(combine), xs, captured, with_tangent, dim, reverse)
+        program = _jvp_text(ir.parse_combine(combine), xs, captured,
+                            dict(zip(with_tangent, captured_tangents)), dim, reverse)
         return programs.CompiledScan(programs.load(program, "associative_scan jvp"), "jvp", [])
 
-    return programs.compiled(programs.signature("jvp", text, xs, captured, dim, reverse), build)
+    key = programs.signature("jvp", text, xs, list(captured) + list(captured_tangents), dim,
+                             reverse)
+    return programs.compiled(key, build)
 
 
-def _jvp_text(comb: ir.Combine, xs, captured, with_tangent: list[int], dim: int,
-              reverse: bool) -> str:
-    n, rank, d = comb.num_leaves, xs[0].ndim, dim
+@dataclass
+class JvpPlan:
+    """What the tangent program computes, over positions p, q of the floating-point leaves
+    `fl`: L[p][q] = d f_fl[p] / d l_fl[q], R[p][q] = d f_fl[p] / d r_fl[q], C[p][i] =
+    d f_fl[p] / d c_(with_tangent[i]); `entries`, the (p, q) where L may be nonzero."""
+    fl: list[int]
+    L: list[list[ir.Node]]
+    R: list[list[ir.Node]]
+    C: list[list[ir.Node]]
+    entries: list[tuple[int, int]]
+
+
+def jvp_plan(comb: ir.Combine, xs, with_tangent: list[int]) -> JvpPlan:
+    n = comb.num_leaves
     fl = [j for j, x in enumerate(xs) if x.is_floating_point()]
     m = len(fl)
-    dt = programs.dtype_name(xs[fl[0]])
-    size = f"D{d}"
     left = [ir.var("l", j) for j in range(n)]
     right = [ir.var("r", j) for j in range(n)]
     memo_l = [dict() for _ in range(n)]
     memo_r = [dict() for _ in range(n)]
-    # Over positions p, q of fl: L[p][q] = d f_fl[p] / d l_fl[q].
     L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in fl] for i in fl]
     R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in fl] for i in fl]
     C = [[derivative(comb.outputs[i], ir.var("c", k)) for k in with_tangent] for i in fl]
@@ -59,12 +74,31 @@ def _jvp_text(comb: ir.Combine, xs, captured, with_tangent: list[int], dim: int,
     if not programs.closed_pattern(nonzero):
         nonzero = [[True] * m for _ in range(m)]
     entries = [(p, q) for p in range(m) for q in range(m) if nonzero[p][q]]
+    return JvpPlan(fl, L, R, C, entries)
+
+
+def unmark(text: str) -> tuple[str, list[int]]:
+    """The combine text and the captured values with a tangent, of a marked text."""
+    combine, _, marked = text.partition(_CAPTURED_TANGENTS)
+    return combine, [int(k) for k in marked.split()]
+
+
+def _jvp_text(comb: ir.Combine, xs, captured, captured_tangents: dict, dim: int,
+              reverse: bool) -> str:
+    """captured_tangents: captured index -> its tangent."""
+    rank, d, n = xs[0].ndim, dim, comb.num_leaves
+    with_tangent = list(captured_tangents)
+    plan = jvp_plan(comb, xs, with_tangent)
+    fl, L, R, C, entries = plan.fl, plan.L, plan.R, plan.C, plan.entries
+    m = len(fl)
+    dt = programs.dtype_name(xs[fl[0]])
+    size = f"D{d}"
 
     params = [programs.param(f"{p}{i}", x, rank, True)
               for p in ("x", "y") for i, x in enumerate(xs)]
     params += [programs.param(f"c{k}", c, rank, False) for k, c in enumerate(captured)]
     params += [programs.param(f"dx{j}", xs[j], rank, True) for j in fl]
-    params += [programs.param(f"dc{k}", captured[k], rank, False) for k in with_tangent]
+    params += [programs.param(f"dc{k}", t, rank, False) for k, t in captured_tangents.items()]
 
     # Steps in scan order (reverse: from the end): the first, all but the last, all but the
     # first; in_order(head, tail) puts the first step's slice before the others.
@@ -100,6 +134,6 @@ def _jvp_text(comb: ir.Combine, xs, captured, with_tangent: list[int], dim: int,
     outs = ["_"] * len(entries) + [f"dy{fl[p]}" for p in range(m)]
     lines.append(f"  ({', '.join(outs)}) = scan affine_forward({', '.join(leaves)}) dim={d}"
                  + (" reverse" if reverse else ""))
-    return (programs.affine_combine(m, entries, "affine_forward") +
+    return (ir.print_combine(programs.affine_combine(m, entries), "affine_forward") + "\n" +
             f"program jvp({', '.join(params)}) {{\n" + "\n".join(lines) +
             f"\n  return {', '.join(f'dy{j}' for j in fl)}\n}}\n")
