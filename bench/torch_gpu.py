@@ -141,6 +141,11 @@ def torch_func() -> bool:
     got, want = (torch.func.vmap(torch.func.grad(lambda v, w: f(v, w).sin().sum(), (0, 1)),
                                  (0, None))(x, t[0]) for f in (scan, loop))
     ok &= check("per-sample gradients (vmap of grad)", all(close(g, w) for g, w in zip(got, want)))
+    got, want = (torch.func.hessian(lambda v, w: f(v, w).sin().sum(), (0, 1))(x[0], t[0])
+                 for f in (scan, loop))
+    ok &= check("hessian through a captured value",
+                all(close(g, w) for g, w in zip(torch.utils._pytree.tree_leaves(got),
+                                                torch.utils._pytree.tree_leaves(want))))
     return ok
 
 
