@@ -187,9 +187,8 @@ class _Scan(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        how = (functools.partial(differentiable.backward, _scan_leaves)
-               if _may_differentiate_again(ctx.saved_tensors + grads, forward_mode=False)
-               else _Derived.caller(scan_backward_op))
+        how = _derivative(scan_backward_op, differentiable.backward, ctx.saved_tensors + grads,
+                          forward_mode=False)
         _, dxs, dcs, _, _ = _backward(ctx, list(grads), how)
         return (None, None, None, None, *dxs, *dcs)
 
@@ -203,9 +202,7 @@ class _Scan(torch.autograd.Function):
         with_tangent = [k for k, t in enumerate(tangents[n:]) if t is not None]
         text = mark_captured_tangents(program, with_tangent)
         _refuse_forward_over_forward(saved + tangents)
-        how = _Derived.caller(scan_jvp_op)
-        if _may_differentiate_again(saved + tangents, forward_mode=True):
-            how = functools.partial(differentiable.jvp, _scan_leaves)
+        how = _derivative(scan_jvp_op, differentiable.jvp, saved + tangents, forward_mode=True)
         dys = iter(how(text, xs, ys, captured, dxs + [tangents[n + k] for k in with_tangent],
                        dim, reverse))
         return tuple(next(dys) if x.is_floating_point() else None for x in xs)
@@ -214,6 +211,18 @@ class _Scan(torch.autograd.Function):
 def _scan_leaves(program: str, leaves: list[Tensor], dim: int, reverse: bool) -> list[Tensor]:
     """The differentiable scan of leaves without captured values (differentiable.py's)."""
     return list(_Scan.apply(program, dim, reverse, len(leaves), *leaves))
+
+
+def _derivative(op, composite, tensors, forward_mode: bool):
+    """How _Scan takes a derivative of `tensors`, as a function of op's arguments: the fused
+    `op` straight (plain autograd, nothing to batch or differentiate further), through
+    _Derived (under torch.func or forward-mode AD), or by differentiable torch operations
+    (`composite`, differentiable.py) where it may be differentiated again."""
+    if _may_differentiate_again(tensors, forward_mode):
+        return functools.partial(composite, _scan_leaves)
+    if _functorch.get_interpreter_stack() or forward_ad._current_level >= 0:
+        return _Derived.caller(op)
+    return op
 
 
 def _outer_levels(tensors) -> list:
