@@ -15,6 +15,8 @@ static lengths), for export to ONNX and other runtimes that have no scan.
 """
 
 from .lower import lower_associative_scans
-from .op import associative_scan, scan_backward_op, scan_op
+from .op import associative_scan
+from .ops import scan_backward_op, scan_jvp_op, scan_op
 
-__all__ = ["associative_scan", "lower_associative_scans", "scan_backward_op", "scan_op"]
+__all__ = ["associative_scan", "lower_associative_scans", "scan_backward_op", "scan_jvp_op",
+           "scan_op"]
