@@ -168,5 +168,6 @@ def _refuse_batched_grads(grads: list[Tensor | None]) -> None:
     if any(g is not None and torch._C._functorch.is_legacy_batchedtensor(g) for g in grads):
         raise NotImplementedError(
             "associative_scan: batched gradients (torch.autograd.grad with is_grads_batched=True, "
-            "jacobian or hessian with vectorize=True) are not supported; take one gradient at a "
-            "time")
+            "jacobian or hessian with vectorize=True) are not supported: they run under torch's "
+            "legacy vmap; use torch.func.vmap of torch.func.vjp, or torch.func.jacrev / "
+            "jacfwd / hessian")
