@@ -285,3 +285,11 @@ def test_a_second_derivative_of_the_fused_backward_is_refused_by_name():
 
     with pytest.raises(NotImplementedError, match="fused op that has no derivative"):
         torch.func.grad(squared_gradient)(draw(2, 5, seed=22))
+
+
+def test_vmap_of_vjp_gives_the_batched_gradients_that_autograd_s_legacy_vmap_refuses():
+    x = draw(2, 4, seed=23)
+    _, vjp = torch.func.vjp(lambda v: st.associative_scan(loops.mul, v, 1), x)
+    cotangents = torch.eye(8, dtype=x.dtype).reshape(8, 2, 4)
+    jacobian = torch.autograd.functional.jacobian(lambda v: loops.loop_scan(loops.mul, v, 1), x)
+    torch.testing.assert_close(torch.func.vmap(vjp)(cotangents)[0], jacobian.reshape(8, 2, 4))
