@@ -17,7 +17,7 @@ from torch.autograd import forward_ad
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from . import programs, pytrees
-from .functions import Scan
+from .functions import PlainScan, Scan
 from .ops import run_scan, scan_op
 from .trace import trace_combine
 
@@ -34,14 +34,15 @@ def _plain_eager(tensors: list[Tensor]) -> bool:
     return all(type(t) is Tensor for t in tensors)
 
 
-def _differentiated(tensors: list[Tensor]) -> bool:
-    """Whether autograd, a torch.func transform or forward-mode AD sees this call."""
+def _function_for(tensors: list[Tensor]):
+    """The autograd.Function of this eager call: Scan where a torch.func transform or forward
+    mode sees it, PlainScan where autograd alone does, None where nothing differentiates."""
+    if _functorch.get_interpreter_stack() or (forward_ad._current_level >= 0 and any(
+            forward_ad.unpack_dual(t).tangent is not None for t in tensors)):
+        return Scan
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return True
-    if _functorch.get_interpreter_stack():
-        return True
-    return forward_ad._current_level >= 0 and any(
-        forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+        return PlainScan
+    return None
 
 
 def _call(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
@@ -50,8 +51,9 @@ def _call(program: str, xs: list[Tensor], captured: list[Tensor], dim: int,
     functions.Scan where autograd, a torch.func transform or forward mode sees them."""
     if not _plain_eager(xs + captured):
         return scan_op(program, xs, captured, dim, reverse)
-    if _differentiated(xs + captured):
-        return list(Scan.apply(program, dim, reverse, len(xs), *xs, *captured))
+    function = _function_for(xs + captured)
+    if function is not None:
+        return list(function.apply(program, dim, reverse, len(xs), *xs, *captured))
     return run_scan(program, xs, captured, dim, reverse)
 
 
