@@ -126,6 +126,13 @@ def test_captured_values_batch_and_carry_tangents_and_per_sample_gradients():
     assert_close_trees(torch.func.vmap(scan)(x, tau), torch.func.vmap(loop)(x, tau))
     assert_close_trees(torch.func.vmap(scan, (0, None))(x, tau[0]),
                        torch.func.vmap(loop, (0, None))(x, tau[0]))
+    # One x for every tau: the leaves broadcast to the batch.
+    assert_close_trees(torch.func.vmap(scan, (None, 0))(x[0], tau),
+                       torch.stack([loop(x[0], t) for t in tau]))
+    # vmap of vmap: two leading dims.
+    xx = draw(2, 4, 6, 3, seed=24)
+    assert_close_trees(torch.func.vmap(torch.func.vmap(lambda v: scan(v, tau[0])))(xx),
+                       torch.func.vmap(torch.func.vmap(lambda v: loop(v, tau[0])))(xx))
     # A tangent on the captured value alone, and on both.
     assert_close_trees(torch.func.jvp(lambda t: scan(x[0], t), (tau[0],), (tau[1],)),
                        torch.func.jvp(lambda t: loop(x[0], t), (tau[0],), (tau[1],)))
