@@ -1,8 +1,10 @@
-"""The autograd.Function behind eager calls of scanc.torch.associative_scan, in the form
-torch.func transforms take (forward without ctx, setup_context, vmap through the ops' batching
-rules), and how it takes each derivative: the fused op straight (plain autograd), through
-`Derived` (under torch.func or forward mode), or by differentiable torch operations
-(differentiable.py) where the derivative may itself be differentiated.
+"""The autograd.Functions behind eager calls of scanc.torch.associative_scan.
+
+`Scan` takes the form torch.func transforms take (forward without ctx, setup_context, a jvp,
+vmap through the ops' batching rules); `PlainScan`, the same forward and backward in the old
+form, serves plain autograd, which torch applies faster. Each derivative is taken by the fused
+op straight (plain autograd), through `Derived` (under torch.func or forward mode), or by
+differentiable torch operations (differentiable.py) where it may itself be differentiated.
 """
 
 from __future__ import annotations
