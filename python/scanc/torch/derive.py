@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from .ir import ONE, ZERO, Node, const, make
+from .ir import ONE, ZERO, Node, const, make, var
 
 _NONDIFFERENTIABLE = {"<", "<=", ">", ">=", "==", "!=", "and", "or", "not", "&", "|", "^",
                       "floor", "ceil"}
@@ -135,3 +135,16 @@ def derivative(node: Node, v: Node, memo: dict[int, Node] | None = None) -> Node
             d = [get(a) for a in n.args]
             memo[id(n)] = ZERO if all(x is ZERO for x in d) else _local(n, d)
     return get(node)
+
+
+def jacobians(outputs: list[Node], leaves: list[int], captured) -> tuple[list, list, list]:
+    """The Jacobians of a combine's outputs over positions p, q of `leaves` (indices of the
+    differentiated leaves): L[p][q] = d out_leaves[p] / d l_leaves[q], R[p][q] the same by
+    r_leaves[q], C[p][i] = d out_leaves[p] / d c_captured[i]."""
+    count = max(leaves, default=-1) + 1
+    memo_l = [dict() for _ in range(count)]
+    memo_r = [dict() for _ in range(count)]
+    L = [[derivative(outputs[i], var("l", j), memo_l[j]) for j in leaves] for i in leaves]
+    R = [[derivative(outputs[i], var("r", j), memo_r[j]) for j in leaves] for i in leaves]
+    C = [[derivative(outputs[i], var("c", k)) for k in captured] for i in leaves]
+    return L, R, C

@@ -25,7 +25,7 @@ from torch._C import _from_dlpack, _to_dlpack
 import scanc
 
 from . import ir
-from .derive import derivative
+from .derive import jacobians
 from .dtypes import DTYPE_NAMES
 
 _CACHE: dict[tuple, "CompiledScan"] = {}
@@ -274,16 +274,9 @@ class BackwardPlan:
 def backward_plan(comb: ir.Combine, xs, num_captured: int,
                   live: tuple[bool, ...]) -> BackwardPlan:
     """`live[j]`: whether output j has a gradient (at least one does)."""
-    n = comb.num_leaves
     fl = [j for j, x in enumerate(xs) if x.is_floating_point()]
     m = len(fl)
-    left = [ir.var("l", j) for j in range(n)]
-    right = [ir.var("r", j) for j in range(n)]
-    memo_l = [dict() for _ in range(n)]
-    memo_r = [dict() for _ in range(n)]
-    L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in fl] for i in fl]
-    R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in fl] for i in fl]
-    C = [[derivative(comb.outputs[i], ir.var("c", k)) for k in range(num_captured)] for i in fl]
+    L, R, C = jacobians(comb.outputs, fl, range(num_captured))
     A = [[L[q][p] for q in range(m)] for p in range(m)]
     alive = _live_components(A, [live[j] for j in fl])  # positions in fl; h of the others is 0
     nonzero = [[A[p][q] is not ir.ZERO for q in alive] for p in alive]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ir, programs
-from .derive import derivative
+from .derive import jacobians
 
 _CAPTURED_TANGENTS = "\n# captured values with a tangent: "
 
@@ -60,16 +60,9 @@ class JvpPlan:
 
 
 def jvp_plan(comb: ir.Combine, xs, with_tangent: list[int]) -> JvpPlan:
-    n = comb.num_leaves
     fl = [j for j, x in enumerate(xs) if x.is_floating_point()]
     m = len(fl)
-    left = [ir.var("l", j) for j in range(n)]
-    right = [ir.var("r", j) for j in range(n)]
-    memo_l = [dict() for _ in range(n)]
-    memo_r = [dict() for _ in range(n)]
-    L = [[derivative(comb.outputs[i], left[j], memo_l[j]) for j in fl] for i in fl]
-    R = [[derivative(comb.outputs[i], right[j], memo_r[j]) for j in fl] for i in fl]
-    C = [[derivative(comb.outputs[i], ir.var("c", k)) for k in with_tangent] for i in fl]
+    L, R, C = jacobians(comb.outputs, fl, with_tangent)
     nonzero = [[L[p][q] is not ir.ZERO for q in range(m)] for p in range(m)]
     if not programs.closed_pattern(nonzero):
         nonzero = [[True] * m for _ in range(m)]
