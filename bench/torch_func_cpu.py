@@ -7,23 +7,13 @@ usage: PYTHONPATH=build/test/python python3 bench/torch_func_cpu.py [ROWS LENGTH
 
 import os
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "torch"))
 import scanc.torch as st  # noqa: E402
 import torch_scan_loops as loops  # noqa: E402
-
-
-def best_ms(fn, runs=5):
-    fn()
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+from cpu_online_softmax import best_seconds  # noqa: E402  (bench/: least of runs after one)
 
 
 def main():
@@ -48,7 +38,7 @@ def main():
           f"torch {torch.__version__}")
     print("| case | ms |\n|---|---|")
     for name, fn in cases.items():
-        print(f"| {name} | {best_ms(fn):.2f} |")
+        print(f"| {name} | {best_seconds(fn, runs=5) * 1e3:.2f} |")
 
 
 if __name__ == "__main__":

@@ -217,7 +217,8 @@ def apply_combine(emit: Emitter, comb: ir.Combine, left, right, captured) -> lis
     for r, node, like in zip(results, comb.outputs, left):
         # A result that ignores the running values still covers every element.
         if not ir.depends_on(node, ("l", "r")):
-            if not isinstance(r, emit.operand):  # a number: of the leaf's dtype, not torch's default
+            # A number: of the leaf's dtype, not torch's default.
+            if not isinstance(r, emit.operand):
                 r = emit.call(aten.scalar_tensor.default, r, dtype=_dtype_of(like))
             same = emit.call(aten.eq.Tensor, like, like)
             r = emit("where", [same, r, r])
