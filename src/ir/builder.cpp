@@ -102,6 +102,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const SourceLoc& loc) {
             out[i] = *y;
         } else if (!y || y->constant() == 1 || x->equals(*y)) {
             out[i] = *x;
+        } else if (x->same_value(*y)) {  // the same length in two forms: the shorter one
+            out[i] = y->parts().size() < x->parts().size() ? *y : *x;
         } else {
             user_error(loc, cat("shape mismatch: cannot broadcast ", shape_str(a), " with ",
                                 shape_str(b), ": size ", x->str(), " against ", y->str(),
@@ -362,7 +364,7 @@ NodeRef make_scan(CombineRef combine, std::vector<NodeRef> leaves, std::vector<N
                     user_error(loc, cat("captured ", describe(c), " varies along the scan dim ", d,
                                         " (size ", s.brief(),
                                         "); a captured value must have size 1 there"));
-            } else if (s.constant() != 1 && !s.equals(leaf)) {
+            } else if (s.constant() != 1 && !s.same_value(leaf)) {
                 user_error(loc, cat("shape mismatch: captured ", describe(c),
                                     " does not broadcast to the leaves ", shape_str(first.shape),
                                     ": size ", s.brief(), " against ", leaf.brief()));
@@ -427,7 +429,7 @@ static void require_joinable(const char* op, int d, const Type& a, const Type& b
         user_error(loc, cat(op, " needs tensors of one rank, got ", shape_str(a.shape), " and ",
                             shape_str(b.shape)));
     for (int k = 0; k < static_cast<int>(a.shape.size()); ++k)
-        if (k != d && !a.shape[k].equals(b.shape[k]))
+        if (k != d && !a.shape[k].same_value(b.shape[k]))
             user_error(loc, cat("shape mismatch: ", op, " along dim ", d, " of ", shape_str(a.shape),
                                 " and ", shape_str(b.shape), ": dim ", k, " differs"));
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "free_in_turn.h"
+#include "size_periodic.h"
 #include "scanc/error.h"
 
 namespace scanc {
@@ -536,6 +537,10 @@ std::vector<SymbolRef> Size::symbols() const { return SizeOps::symbols(*this); }
 
 bool Size::equals(const Size& other) const { return SizeOps::compare(*this, other) == 0; }
 
+bool Size::same_value(const Size& other) const {
+    return equals(other) || detail::equal_over_one_symbol(*this, other);
+}
+
 std::int64_t Size::evaluate(const Bindings& bindings) const { return SizeOps::evaluate(*this, bindings); }
 
 Size Size::substitute(const std::unordered_map<const Symbol*, Size>& values) const {
@@ -566,7 +571,7 @@ std::string shape_str(const Shape& shape) {
 bool shapes_equal(const Shape& a, const Shape& b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
-        if (!a[i].equals(b[i])) return false;
+        if (!a[i].same_value(b[i])) return false;
     return true;
 }
 

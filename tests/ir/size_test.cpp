@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
 
 #include "scanc/error.h"
 #include "scanc/ir/builder.h"
@@ -278,6 +279,103 @@ TEST(SliceLength, SlicesOfTheSameElementsAreProvablyEquallyLong) {
         expect_same(K, n, 1, 0, n - K, 1);       // x[K:], x[:n - K]
         expect_same(0, n - 1, 1, 0, -1, 1);      // x[:n - 1], x[:-1]
     }
+}
+
+// Lengths that no canonical sum shows equal are compared by value over their one symbol: the
+// strided slices that split x into d interleaved parts add up to x (Hermite's identity), on a
+// symbol and on a slice of one.
+TEST(Size, TheLengthsOfTheStridedPartsOfXAddUpToItsLength) {
+    SymbolRef t = Symbol::make("T");
+    const Size T = Size::symbol(t);
+    for (const Size& n : {T, slice_length(T, 3, -2, 1), Size::floordiv(T, 3)}) {
+        const Size halves = slice_length(n, 0, n, 2) + slice_length(n, 1, n, 2);
+        EXPECT_TRUE(halves.same_value(n)) << halves.str();
+        EXPECT_TRUE((Size::floordiv(n + 1, 2) + Size::floordiv(n, 2)).same_value(n));
+        Size thirds = 0;
+        for (int r = 0; r < 3; ++r) thirds = thirds + slice_length(n, r, n, 3);
+        EXPECT_TRUE(thirds.same_value(n)) << thirds.str();
+        EXPECT_FALSE(halves.same_value(n + 1));
+        EXPECT_FALSE(thirds.same_value(slice_length(n, 1, n, 1)));
+    }
+}
+
+// Sizes of one symbol equal up to some length, or at every other value, are not equal.
+TEST(Size, SizesOfOneSymbolThatDifferAnywhereAreNotEqual) {
+    SymbolRef t = Symbol::make("T");
+    const Size T = Size::symbol(t);
+    EXPECT_FALSE(Size::min(T, 1000).same_value(Size::min(T, 1001)));   // from T = 1001 on
+    EXPECT_FALSE((Size::floordiv(T, 2) * 2).same_value(T));              // at odd T
+    EXPECT_FALSE(Size::floordiv(T, 2).same_value(Size::floordiv(T + 1, 2)));
+    EXPECT_FALSE(Size::floordiv(T, 6).same_value(Size::floordiv(Size::floordiv(T, 2), 4)));
+    EXPECT_TRUE(Size::floordiv(T, 8).same_value(Size::floordiv(Size::floordiv(T, 2), 4)));
+    EXPECT_TRUE((Size::max(T, 3) - 3).same_value(T - Size::min(T, 3)));
+    EXPECT_TRUE(Size::min(T * 2, T + 7).same_value(T + Size::min(T, 7)));
+}
+
+// A bound is a promise about every run: sizes equal up to it are equal.
+TEST(Size, SizesOfABoundedSymbolAreEqualWhereTheyAgreeUpToTheBound) {
+    const Size bounded = Size::symbol(Symbol::make("T", 4)), T = Size::symbol(Symbol::make("T"));
+    EXPECT_TRUE(Size::floordiv(bounded + 3, 4).same_value(Size::min(bounded, 1)));  // 1 from T = 1 to 4
+    EXPECT_FALSE(Size::floordiv(T + 3, 4).same_value(Size::min(T, 1)));              // 2 at T = 5
+    EXPECT_FALSE(Size::floordiv(bounded + 2, 4).same_value(Size::min(bounded, 1)));  // 0 at T = 1
+}
+
+// Over two symbols only canonical forms decide: the same identity in T + K is left unequal.
+TEST(Size, SizesOfTwoSymbolsAreComparedByTheirCanonicalFormsAlone) {
+    const Size n = Size::symbol(Symbol::make("T")) + Size::symbol(Symbol::make("K"));
+    EXPECT_FALSE((Size::floordiv(n + 1, 2) + Size::floordiv(n, 2)).same_value(n));
+}
+
+// A random size of T: sums, multiples, min, max, floordiv and ceildiv with small constants.
+Size random_size(std::mt19937_64& rng, const Size& T, int depth) {
+    auto draw = [&](std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    auto below = [&] { return random_size(rng, T, depth - 1); };
+    switch (draw(0, depth > 0 ? 6 : 1)) {
+        case 0: return T + draw(-3, 3);
+        case 1: return Size(draw(0, 9));
+        case 2: return below() + below();
+        case 3: return below() * draw(-2, 3);
+        case 4: return Size::min(below(), below());
+        case 5: return Size::max(below(), below());
+        default: return draw(0, 1) ? Size::floordiv(below(), draw(2, 4)) : Size::ceildiv(below(), draw(2, 4));
+    }
+}
+
+// equals(a, b) is exactly "a and b agree at every T" on random sizes of T: each against the same
+// value written another way (split by Hermite's identity, or scaled and floor-divided back), and
+// against that plus a size that is 0 up to some length, or at every other T, and not elsewhere.
+// So they differ, if anywhere, at T = 1 or past c < 40: T in [0, 200] shows whether they agree.
+TEST(Size, RandomSizesOfOneSymbolAreEqualExactlyWhereTheirValuesAgree) {
+    SymbolRef t = Symbol::make("T");
+    const Size T = Size::symbol(t);
+    std::mt19937_64 rng(29);
+    int equal = 0, unequal = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+        const Size a = random_size(rng, T, 3);
+        const std::int64_t d = 2 + static_cast<std::int64_t>(rng() % 3), c = static_cast<std::int64_t>(rng() % 40);
+        Size b = 0;
+        switch (rng() % 3) {
+            case 0:
+                for (std::int64_t r = 0; r < d; ++r) b = b + Size::floordiv(a + r, d);
+                break;
+            case 1: b = Size::floordiv(a * d + c % d, d); break;
+            default: b = Size::ceildiv(a * d - c % d, d); break;
+        }
+        switch (rng() % 3) {
+            case 0: b = b + Size::min(T, c) - Size::min(T, c + 1); break;      // -1 from T = c + 1
+            case 1: b = b + Size::floordiv(T, 2) * 2 - T; break;            // -1 at odd T
+            default: break;
+        }
+        bool agree = true;
+        for (std::int64_t v = 0; v <= 200 && agree; ++v)
+            agree = a.evaluate({{t.get(), v}}) == b.evaluate({{t.get(), v}});
+        EXPECT_EQ(a.same_value(b), agree) << a.str() << " against " << b.str();
+        ++(agree ? equal : unequal);
+    }
+    EXPECT_GT(equal, 100);
+    EXPECT_GT(unequal, 100);
 }
 
 }  // namespace

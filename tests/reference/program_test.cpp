@@ -235,6 +235,22 @@ TEST(ReferenceProgram, InterleavePutsEvenAtEvenPositionsAndOddAtOdd) {
     EXPECT_NE(msg.find("one longer along dim 1, got 3 and 1"), std::string::npos) << msg;
 }
 
+// x[::2] and x[1::2] interleaved are as long as x (floordiv(T + 1, 2) + floordiv(T, 2) is T,
+// shown by value: size_periodic.cpp), so they add to x elementwise, at every length.
+TEST(ReferenceProgram, TheEvensAndOddsOfXInterleavedAddToX) {
+    ProgramBuilder p("evens_and_odds");
+    Size t = p.symbol("T");
+    Expr x = p.param("x", DType::F64, {2, t});
+    ProgramRef prog = p.build({interleave(1, slice(x, 1, 0, t, 2), slice(x, 1, 1, t, 2)) + x});
+    for (std::int64_t n : {0, 1, 2, 3, 7, 8, 9, 31, 33}) {
+        auto xv = iota(2 * n, 5);
+        auto out = run(prog, {tensor_of(DType::F64, {2, n}, xv)});
+        ASSERT_EQ(out[0].sizes(), (std::vector<std::int64_t>{2, n}));
+        auto got = values_of<double>(out[0]);
+        for (std::size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(got[i], 2 * xv[i]) << "T = " << n;
+    }
+}
+
 TEST(ReferenceProgram, ScanOfLengthZeroGivesAnEmptyOutputAndLengthOneTheInput) {
     ProgramBuilder p("edges");
     Size n = p.symbol("N"), t = p.symbol("T");

@@ -1,8 +1,9 @@
 // Symbolic sizes. A dimension is a constant, a symbol (`L`), or a small integer expression over
 // symbols (what slice and concat produce). Sizes are kept in a canonical linear form
 //   constant + sum(coefficient * term),  term = symbol | min(..) | max(..) | floordiv(.., d)
-// so that two sizes which are provably equal compare equal. Symbols are identified by object;
-// the name is only for printing.
+// so that sums that are equal compare equal; sizes of one symbol that differ in form are
+// compared by value (same_value). Symbols are identified by object; the name is only for
+// printing.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +75,10 @@ public:
 
     // Provably equal: canonical forms are identical. Unequal does not mean provably different.
     bool equals(const Size& other) const;
+    // equals, or of one symbol and equal at every value of it (size_periodic.cpp): what
+    // checks of tensors' shapes ask. It evaluates where canonical forms differ, so the passes
+    // that build sizes and ask equals at every step keep to that.
+    bool same_value(const Size& other) const;
     // The value for these bindings. Throws CompileError naming the symbol if one is unbound,
     // SizeOverflow if a step of it leaves int64.
     std::int64_t evaluate(const Bindings& bindings) const;
@@ -114,7 +119,7 @@ inline std::ostream& operator<<(std::ostream& out, const Size& s) { return out <
 using Shape = std::vector<Size>;
 
 std::string shape_str(const Shape& shape);  // "[B, L, 4]", each size brief() (for messages)
-bool shapes_equal(const Shape& a, const Shape& b);
+bool shapes_equal(const Shape& a, const Shape& b);  // rank and every size's same_value
 // The sizes for these bindings; CompileError if the tensor would have more than kMaxElements.
 std::vector<std::int64_t> evaluate_shape(const Shape& shape, const Bindings& bindings);
 
