@@ -80,6 +80,8 @@ std::string compare(const Tensor& expected, const Tensor& actual, bool bitwise, 
     auto* a = static_cast<const char*>(expected.data());
     auto* b = static_cast<const char*>(actual.data());
     std::int64_t n = expected.numel();
+    // The same bytes pass in every mode (most comparisons, and the quickest check).
+    if (std::memcmp(a, b, static_cast<std::size_t>(n) * e) == 0) return "";
     double scale = 1;
     if (is_float(t) && n > 0) {
         double sum = 0;

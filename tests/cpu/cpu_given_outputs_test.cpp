@@ -167,19 +167,19 @@ program many(x: f32[M, N]) {
 )", "<test>").programs.back();
     std::mt19937_64 rng(61);
     for (auto [m, n] : {std::pair<std::int64_t, std::int64_t>{0, 3}, {1, 1}, {3, 7}, {5, 17}, {2, 4099}, {31, 257}})
-        for (Place place : kPlaces)
-            for (int threads : {1, 3}) {
-                SCOPED_TRACE(cat(m, "x", n));
-                test::Inputs in;
-                in.add(DType::F32, {m, n}, Values::Unit, Layout::Contiguous, rng);
-                const std::vector<Tensor> want = run_reference(p, in);
+        for (Place place : kPlaces) {
+            SCOPED_TRACE(cat(m, "x", n));
+            test::Inputs in;
+            in.add(DType::F32, {m, n}, Values::Unit, Layout::Contiguous, rng);
+            const std::vector<Tensor> want = run_reference(p, in);
+            for (int threads : {1, 3})
                 expect_given_results(p, in, want, place, threads, [&](const std::vector<Tensor>& got) {
                     std::string first;
                     for (std::size_t r = 0; r < want.size() && first.empty(); ++r)
                         first = test::compare(want[r], got[r], false, tolerance(DType::F32));
                     return first;
                 });
-            }
+        }
 }
 
 TEST(CpuGivenOutputs, TheChecksOfTheOptionApply) {

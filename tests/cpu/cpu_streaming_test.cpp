@@ -16,14 +16,7 @@ using namespace scanc::dsl;
 
 void expect_reference(const ProgramRef& p, const Inputs& in, const std::string& what,
                       std::initializer_list<int> thread_counts = {1, 2, 3}) {
-    auto expected = run_reference(p, in);
-    for (int threads : thread_counts) {
-        auto actual = run_cpu(p, in, threads);
-        ASSERT_EQ(expected.size(), actual.size());
-        for (std::size_t r = 0; r < expected.size(); ++r)
-            EXPECT_EQ(compare(expected[r], actual[r], true, 0), "")
-                << what << " threads=" << threads << " result " << r;
-    }
+    expect_bitwise(p, in, what, thread_counts);
 }
 
 // 4099 x 1031 i32 = 16.9 MB per output: above the streaming threshold; primes everywhere so

@@ -27,7 +27,10 @@ std::vector<Tensor> run_cpu(const ProgramRef& p, const Inputs& in, int threads,
                             bool ordered = false);
 
 // Runs `p` on the CPU backend with each thread count and expects every result to equal the
-// reference executor's bitwise; `what` names the case in failure messages.
+// reference executor's (run once: it takes most of a test's time): bitwise, or within
+// tolerance(its dtype); `what` names the case in failure messages. Returns the reference's.
+std::vector<Tensor> expect_matches(const ProgramRef& p, const Inputs& in, std::initializer_list<int> thread_counts,
+                    bool bitwise, const std::string& what);
 void expect_bitwise(const ProgramRef& p, const Inputs& in, const std::string& what,
                     std::initializer_list<int> thread_counts = {1, 2, 3, 4});
 

@@ -277,25 +277,28 @@ TEST(ReferenceScan, CapturedValuesAreReadAtEachLinesCoordinates) {
 }
 
 TEST(ReferenceScan, F64CarriesKeepCountingWhereTheF32CarryStallsAndRoundOnlyTheStores) {
-    // Ones summed in f32 stall at 2^24, where 2^24 + 1 rounds back to 2^24. With f64 carries the
-    // n-th element is n rounded to f32 once. A combine that casts to f32 cannot be typed at f64
-    // and keeps its f32 carry.
+    // Ones summed onto 2^24 - 50 in f32 stall at 2^24, where 2^24 + 1 rounds back to 2^24. With
+    // f64 carries element i is 2^24 - 50 + i rounded to f32 once. A combine that casts to f32
+    // cannot be typed at f64 and keeps its f32 carry.
     auto add = trace_combine("add", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) { return Exprs{l[0] + r[0]}; });
     auto add_f32 = trace_combine("add_f32", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
         return Exprs{cast(DType::F32, l[0] + r[0])};
     });
-    const std::int64_t n = (std::int64_t{1} << 24) + 100;
-    Tensor ones = tensor_of(DType::F32, {n}, std::vector<float>(static_cast<std::size_t>(n), 1.0f));
+    const std::int64_t n = 200, start = (std::int64_t{1} << 24) - 50;
+    std::vector<float> values(static_cast<std::size_t>(n), 1.0f);
+    values[0] = static_cast<float>(start);
+    Tensor counted = tensor_of(DType::F32, {n}, values);
     for (bool f64_carries : {false, true})
         for (const CombineRef& f : {add, add_f32}) {
             ProgramBuilder p("ones");
             Expr x = p.param("x", DType::F32, {p.symbol("N")});
             auto y = values_of<float>(
-                ReferenceBackend(f64_carries).compile(p.build(p.scan(f, {x}, 0)))->run(std::vector<TensorView>{ones})[0]);
+                ReferenceBackend(f64_carries).compile(p.build(p.scan(f, {x}, 0)))->run(std::vector<TensorView>{counted})[0]);
             const bool exact = f64_carries && f == add;
-            for (std::int64_t i : {std::int64_t{0}, (std::int64_t{1} << 24) - 1, std::int64_t{1} << 24, n - 2, n - 1}) {
-                const float want = exact ? static_cast<float>(static_cast<double>(i + 1))
-                                         : static_cast<float>(std::min<std::int64_t>(i + 1, std::int64_t{1} << 24));
+            for (std::int64_t i : {std::int64_t{0}, std::int64_t{49}, std::int64_t{50}, std::int64_t{52}, n - 2, n - 1}) {
+                const std::int64_t sum = start + i;
+                const float want = exact ? static_cast<float>(static_cast<double>(sum))
+                                         : static_cast<float>(std::min<std::int64_t>(sum, std::int64_t{1} << 24));
                 EXPECT_EQ(y[static_cast<std::size_t>(i)], want) << f->name << (f64_carries ? ", f64 carries" : "") << ", element " << i;
             }
         }
