@@ -455,6 +455,8 @@ TEST(CpuBackend, IntegerOpsFollowTheReferenceBitwiseIncludingDivisionByZeroAndSh
     }
 }
 
+// The evens and odds of x interleaved are x again, and as long (Size::same_value), so they add
+// to it elementwise.
 TEST(CpuBackend, SliceConcatAndInterleaveMatchTheReference) {
     ProgramBuilder pb("p");
     Size n = pb.symbol("N");
@@ -465,9 +467,9 @@ TEST(CpuBackend, SliceConcatAndInterleaveMatchTheReference) {
     Expr joined = concat(0, {head, tail * 2.0, x});
     Expr woven = interleave(0, slice(x, 0, 0, n, 2), slice(x, 0, 1, n, 2));
     Exprs again = pb.scan(sum_combine(), {joined}, 0, true);
-    ProgramRef p = pb.build({again[0], woven, x});
+    ProgramRef p = pb.build({again[0], woven, woven + x, x});
     std::mt19937_64 rng(9);
-    for (std::int64_t len : {1, 2, 7, 64, 1001}) {
+    for (std::int64_t len : {0, 1, 2, 3, 7, 64, 65, 1001}) {
         Inputs in;
         in.add(DType::F32, {len, 3}, Values::SmallInts, Layout::Transposed, rng);
         expect_matches(p, in, {2}, true, cat("len ", len));

@@ -370,6 +370,21 @@ program p(x: f32[N], y: f32[M]) {
     }
 }
 
+// x[::2] and x[1::2] interleaved are as long as x (Size::same_value): they add to it, and the
+// scan of the sum is twice x's.
+TEST_F(CudaDifferential, TheEvensAndOddsOfXInterleavedAddToX) {
+    auto program = parse_program(R"(
+combine add(a | b) { return a + b }
+program p(x: f32[N, T]) {
+  w = interleave(1, slice(x, 1, 0, T, 2), slice(x, 1, 1, T, 2)) + x
+  z = scan add(w) dim=1
+  return w, z
+}
+)");
+    for (auto [n, t] : {std::pair{3, 0}, {2, 1}, {4, 2}, {3, 7}, {5, 65}, {33, 4099}})
+        expect_matches_reference(program, {random_tensor(DType::F32, {n, t}, rng)});
+}
+
 TEST_F(CudaDifferential, AResultReadingItsScanThroughASliceRunsAfterTheScan) {
     // `s + slice(s, ...)` reads the scan's output from memory: not the scan's epilogue but a
     // stage after it (it was fused into the epilogue and failed to plan).
