@@ -103,7 +103,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const SourceLoc& loc) {
         } else if (!y || y->constant() == 1 || x->equals(*y)) {
             out[i] = *x;
         } else if (x->same_value(*y)) {  // the same length in two forms: the shorter one
-            out[i] = y->parts().size() < x->parts().size() ? *y : *x;
+            out[i] = y->str().size() < x->str().size() ? *y : *x;
         } else {
             user_error(loc, cat("shape mismatch: cannot broadcast ", shape_str(a), " with ",
                                 shape_str(b), ": size ", x->str(), " against ", y->str(),

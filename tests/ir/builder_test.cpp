@@ -87,6 +87,18 @@ TEST(Builder, SliceAndConcatComputeSymbolicSizes) {
     EXPECT_EQ(whole.type().shape[0].evaluate({{sym.get(), 2}}), 2);
 }
 
+// One length in two forms, shown equal by value: the sum keeps the shorter spelling, on either
+// side of the operator.
+TEST(Builder, ALengthShownEqualByValueKeepsItsShorterForm) {
+    ProgramBuilder p("woven");
+    Size t = p.symbol("T");
+    Expr y = slice(p.param("x", DType::F32, {t}), 0, 1, t);
+    Expr woven = interleave(0, slice(y, 0, 0, t, 2), slice(y, 0, 1, t, 2));
+    ASSERT_FALSE(woven.type().shape[0].equals(y.type().shape[0]));
+    EXPECT_EQ((woven + y).type().str(), "f32[T - min(T, 1)]");
+    EXPECT_EQ((y + woven).type().str(), "f32[T - min(T, 1)]");
+}
+
 TEST(Builder, CombineResultOfTheWrongDtypeIsRejectedAtTheScan) {
     auto to_int = trace_combine("bad", 1, 0, [](const Exprs& l, const Exprs& r, const Exprs&) {
         return Exprs{cast(DType::I32, l[0] + r[0])};
