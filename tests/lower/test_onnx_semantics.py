@@ -92,12 +92,27 @@ def test_integer_division_keeps_the_reference_s_rules(tmp_path, prologue, x, y, 
     assert np.array_equal(got, ref)
 
 
+INTEGERS = {"u8": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64}
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
 @pytest.mark.parametrize("op", ["<<", ">>"])
-def test_shift_counts_are_taken_modulo_the_bit_width(tmp_path, op):
-    inputs = {"x": np.array([1, 128, 3, 5], np.uint8), "y": np.array([1, 9, 8, 200], np.uint8)}
-    text = one_scan("u8", "a | b", f"x {op} y", params="x: {dt}[T], y: {dt}[T]")
-    ref, got = reference_and_onnx(tmp_path, text, inputs, *HS, "--size", "T=4")
-    assert np.array_equal(got, ref)
+def test_shifts_of_every_integer_dtype_keep_the_reference_s_rules(tmp_path, op, dtype):
+    """Counts modulo the bit width (negative ones and ones past it too), `<<` wrapping, `>>` of
+    signed values arithmetic: ONNX's BitShift takes unsigned integers only."""
+    t = INTEGERS[dtype]
+    info, bits = np.iinfo(t), 8 * np.dtype(t).itemsize
+    rng = np.random.default_rng(bits)
+    edges = [info.min, info.min + 1, -1, 0, 1, info.max, info.max - 1, 5]
+    x = np.concatenate([np.array(edges, np.int64).clip(info.min, info.max),
+                        rng.integers(info.min, info.max, 400, endpoint=True)]).astype(t)
+    counts = [0, 1, bits - 1, bits, bits + 1, 2 * bits - 1, -1, -bits, info.max, info.min]
+    y = np.array([counts[i % len(counts)] for i in range(len(x) // 2)]
+                 + list(rng.integers(info.min, info.max, len(x) - len(x) // 2, endpoint=True)),
+                 np.int64).clip(info.min, info.max).astype(t)
+    text = one_scan(dtype, "a ^ b", f"x {op} y", params="x: {dt}[T], y: {dt}[T]")
+    ref, got = reference_and_onnx(tmp_path, text, {"x": x, "y": y}, *HS, "--size", f"T={len(x)}")
+    assert got.dtype == ref.dtype and np.array_equal(got, ref)
 
 
 @pytest.mark.parametrize("to,source", [("i32", np.float32), ("u8", np.float32),

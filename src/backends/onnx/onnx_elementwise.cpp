@@ -57,11 +57,44 @@ const char* direct_op(Op op) {
     }
 }
 
-[[noreturn]] void no_onnx_form(const Node& n, DType t) {
-    user_error(n.loc, cat("`", op_info(n.op).spelling, "` on ", dtype_name(t),
-                          " has no ONNX form (ONNX BitShift takes unsigned integers only, and ",
-                          "scanc's one unsigned dtype is u8); multiply or divide by a power of ",
-                          "two instead"));
+std::string bit_shift(GraphWriter& g, const std::string& x, const std::string& count, bool left) {
+    auto* node = g.add("BitShift", {x, count}, {g.fresh("shift")});
+    auto* a = node->add_attribute();
+    a->set_name("direction");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(left ? "LEFT" : "RIGHT");
+    return node->output(0);
+}
+
+// A Cast into the unsigned twin of i32 or i64 (ONNX types scanc has no dtype for).
+std::string cast_unsigned(GraphWriter& g, const std::string& x, DType t) {
+    auto* n = g.add("Cast", {x}, {g.fresh("cast")});
+    GraphWriter::set_int(n, "to", t == DType::I32 ? onnx::TensorProto::UINT32 : onnx::TensorProto::UINT64);
+    return n->output(0);
+}
+
+// x << c and x >> c as scalar_eval defines them: c modulo the bit width, `<<` wrapping, `>>` of
+// a signed dtype arithmetic. ONNX's BitShift takes unsigned integers only, so a signed value
+// shifts as its unsigned twin (Cast wraps both ways), and `>>` of a negative x is ~(~x >> c),
+// with ~x = x ^ -1 not negative. i8 and i16 shift in i32 (onnxruntime has no bitwise kernels
+// for them): the sign-extended value shifts to the same bits, and the cast back wraps as `<<`.
+std::string shift(GraphWriter& g, Op op, const std::string& x, const std::string& c, DType t) {
+    const std::int64_t width_mask = 8 * static_cast<std::int64_t>(dtype_size(t)) - 1;
+    if (t == DType::U8)
+        return bit_shift(g, x, g.op("BitwiseAnd", {c, g.scalar(t, 0, width_mask, false)}), op == Op::Shl);
+    const DType w = t == DType::I8 || t == DType::I16 ? DType::I32 : t;
+    const std::string xw = w == t ? x : g.cast(x, w), cw = w == t ? c : g.cast(c, w);
+    const std::string count = cast_unsigned(g, g.op("BitwiseAnd", {cw, g.scalar(w, 0, width_mask, false)}), w);
+    std::string r;
+    if (op == Op::Shl) {
+        r = g.cast(bit_shift(g, cast_unsigned(g, xw, w), count, true), w);
+    } else {
+        const std::string negative = g.op("Less", {xw, g.scalar(w, 0, 0, false)});
+        const std::string flip = g.op("Neg", {g.cast(negative, w)});  // -1 where x < 0, else 0
+        const std::string flipped = cast_unsigned(g, g.op("BitwiseXor", {xw, flip}), w);
+        r = g.op("BitwiseXor", {g.cast(bit_shift(g, flipped, count, false), w), flip});
+    }
+    return w == t ? r : g.cast(r, t);
 }
 
 // Where d != 0, by a condition the runtime's optimizer keeps: x (which may be -0) then comes
@@ -163,17 +196,7 @@ std::string emit_in(GraphWriter& g, const Node& n, const std::vector<std::string
         case Op::BitOr: return g.op(t == DType::Bool ? "Or" : "BitwiseOr", in);
         case Op::BitXor: return g.op(t == DType::Bool ? "Xor" : "BitwiseXor", in);
         case Op::Shl:
-        case Op::Shr: {
-            if (t != DType::U8) no_onnx_form(n, t);
-            // The count modulo the bit width, as scalar_eval takes it (ONNX gives 0 past it).
-            std::string count = g.op("BitwiseAnd", {in[1], g.scalar(t, 7.0, 7, false)});
-            auto* node = g.add("BitShift", {in[0], count}, {g.fresh("shift")});
-            auto* a = node->add_attribute();
-            a->set_name("direction");
-            a->set_type(onnx::AttributeProto::STRING);
-            a->set_s(n.op == Op::Shl ? "LEFT" : "RIGHT");
-            return node->output(0);
-        }
+        case Op::Shr: return shift(g, n.op, in[0], in[1], t);
         case Op::Log1p: return log1p(g, in[0], t);
         // ONNX has no Log2, Log10 or Exp2: log(x) / ln b (two roundings, so a few ulps and not
         // exact at powers of the base) and Pow(2, x) (the runtime's pow, exact at integers).

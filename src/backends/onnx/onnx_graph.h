@@ -72,8 +72,7 @@ std::string tanh_of(GraphWriter& g, const std::string& x, DType t);
 // or bf16 from f64, i32 or i64).
 std::string cast_rounded_once(GraphWriter& g, const std::string& x, DType from, DType to);
 
-// Emits one elementwise IR node (its inputs already emitted). CompileError for ops with no ONNX
-// form at these dtypes.
+// Emits one elementwise IR node (its inputs already emitted).
 void emit_elementwise(GraphWriter& g, const Node& n);
 
 }  // namespace scanc::onnx_export
