@@ -31,7 +31,7 @@
 # GTEST_FILTER selects tests, SAN_FILTER the sanitizer's (SAN_FILTER=all: every test that
 # launches kernels of a sane size, ~2 min memcheck + ~3 min racecheck), SAN_TOOLS its tools
 # (default "memcheck racecheck"), SAN_ARGS more compute-sanitizer flags;
-# TEST_TIMEOUT, SAN_TIMEOUT,
+# TEST_TIMEOUT, SAN_TIMEOUT, RANDOM_TIMEOUT,
 # SWEEP_TIMEOUT, BENCH_TIMEOUT, PEERS_TIMEOUT, TORCH_TIMEOUT bound the sections. The sanitizer
 # runs last, so that a short device lease still brings the numbers back.
 set -uo pipefail
@@ -205,6 +205,9 @@ if [ -z "${SKIP_TORCH:-}" ]; then
   # The Python tests that need a GPU (the rest run in CI).
   PYTHONPATH=build-gpupy/python timeout 120 python3 -m pytest -q -p no:cacheprovider -k cuda \
       tests/python/test_py_run_torch.py 2>&1 | tail -3 | tee "$OUT/pytest_gpu.log"
+  # Random whole programs on CUDA (and the CPU backend) against the reference.
+  PYTHONPATH=build-gpupy/python timeout ${RANDOM_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider \
+      tests/python/test_random_whole_programs.py 2>&1 | tail -3 | tee "$OUT/pytest_random.log"
   # JAX and CuPy arrays through DLPack, on the GPU where their arrays live there.
   PYTHONPATH=build-gpupy/python timeout 120 python3 -m pytest -q -p no:cacheprovider \
       tests/python/test_py_run_dlpack.py 2>&1 | tail -3 | tee "$OUT/pytest_dlpack.log"
@@ -223,6 +226,7 @@ cat "$OUT/bench.md" 2>/dev/null
 [ -f "$OUT/peers.md" ] && cat "$OUT/peers.md"
 [ -f "$OUT/torch_gpu.log" ] && grep -E "^(PASS|FAIL)" "$OUT/torch_gpu.log"
 [ -f "$OUT/pytest_gpu.log" ] && echo "python GPU tests: $(tail -1 "$OUT/pytest_gpu.log")"
+[ -f "$OUT/pytest_random.log" ] && echo "random whole programs (CUDA too): $(tail -1 "$OUT/pytest_random.log")"
 [ -f "$OUT/pytest_dlpack.log" ] && echo "python JAX/CuPy tests: $(tail -1 "$OUT/pytest_dlpack.log")"
 [ -f "$OUT/torch_gpu.md" ] && cat "$OUT/torch_gpu.md"
 exit $TESTS

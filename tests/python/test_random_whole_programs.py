@@ -6,14 +6,14 @@ evens and odds of a tensor woven back into its own length too), over ranks 1-3 a
 but bool and bf16, symbols bounded or not, at awkward sizes (0, 1, primes, 2^k +- 1, one long
 line). Each program runs on the CPU backend at 1-3 threads and ordered, and lowered into
 slice/concat/elementwise ops: as .scan text run by the reference, and as ONNX run by
-onnxruntime where it is installed.
+onnxruntime where it and scanc's ONNX export are there; and on CUDA where there is a GPU.
 
 Ordered runs give the reference's bits. Elsewhere a float scan that adds or multiplies may
 associate differently: each value knows whether its bits depend on the association (then it is
 compared within the tolerance of the program's narrowest float dtype), or its discrete values do
 (a comparison, floor, cast to an integer or argmax index of such a value: compared only in the
-ordered run). Every other result is compared bit for bit, but ONNX's floats, which come from
-onnxruntime's own exp, log and tanh, within the tolerance."""
+ordered run). Every other result is compared bit for bit, but the floats of ONNX and CUDA,
+which have their own exp, log and tanh, within the tolerance."""
 import functools
 import random
 
@@ -26,6 +26,11 @@ try:
     import onnxruntime
 except ImportError:  # the ONNX runs are left out; everything else runs
     onnxruntime = None
+try:
+    import torch  # CUDA runs take torch tensors on the GPU
+    CUDA = torch.cuda.is_available() and "cuda" in scanc.available_backends()
+except ImportError:
+    CUDA = False
 
 FLOATS = ["f16", "f32", "f64"]
 INTEGERS = ["u8", "i8", "i16", "i32", "i64"]
@@ -323,6 +328,15 @@ def mismatch(expected, actual, rtol):
     return f"at {i}: {actual[i]} for {expected[i]}"
 
 
+@functools.cache
+def onnx_export_built() -> bool:
+    try:
+        scanc.loads("program p(x: f32[1]) { return x }").lower(emit="onnx")
+        return True
+    except scanc.CompileError:  # a build without it (pip install .)
+        return False
+
+
 def onnx_results(model: bytes, program: RandomProgram, xs):
     session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
@@ -331,18 +345,21 @@ def onnx_results(model: bytes, program: RandomProgram, xs):
 
 def runs_of(module, program: RandomProgram, xs, sizes, rng: random.Random, lowered: bool):
     """{what: (results, whether it may associate differently, its floats' own functions)}:
-    the CPU backend's at 1-3 threads and ordered, and where `lowered`, the program lowered at
-    these sizes by one of the algorithms."""
+    the CPU backend's at 1-3 threads and ordered, CUDA's where there is a GPU, and where
+    `lowered`, the program lowered at these sizes by one of the algorithms."""
     threads = rng.randint(1, 3)
     cpu = functools.partial(module.run, "p", *xs, backend="cpu", num_threads=threads)
     runs = {f"cpu at {threads} threads": (cpu(), True, False),
             "cpu ordered": (cpu(ordered=True), False, False)}
+    if CUDA:
+        got = module.run("p", *[torch.from_numpy(x).cuda() for x in xs], backend="cuda")
+        runs["cuda"] = ([g.cpu().numpy() for g in got], True, True)
     if lowered:
         algorithm = rng.choice(["hillis-steele", "work-efficient", "auto"])
         text = module.lower("p", algorithm=algorithm, sizes=sizes)
         runs[f"lowered {algorithm}"] = (scanc.loads(text).run("p", *xs, backend="reference"),
                                         True, False)
-        if rng.random() < 0.4 and onnxruntime:
+        if rng.random() < 0.4 and onnxruntime and onnx_export_built():
             model = module.lower("p", algorithm=algorithm, sizes=sizes, emit="onnx")
             runs[f"ONNX {algorithm}"] = (onnx_results(model, program, xs), True, True)
     return runs
