@@ -208,6 +208,9 @@ Size slice_length(const Size& n, const Size& start, const Size& stop, std::int64
     };
     if (step == 1 && stop_back && start.constant() == 0) return drop(n, *stop_back);  // x[:-k]
     if (step == 1 && provably_nonnegative(start) && clamped_stop.equals(n)) return drop(n, start);  // x[k:]
+    // x[:m] with m x's length spelled another way (same_value): m. A lowered scan slices its
+    // leaves so, to give them one spelling (lower_scans.cpp).
+    if (step == 1 && start.constant() == 0 && !stop.is_constant() && stop.same_value(n)) return stop;
     if (start_back && stop_back)  // x[-j:-k]: min(j, n) - k, clamped at 0, names n once
         return clamp0(Size::ceildiv(Size::min(*start_back, n) - *stop_back, step));
     const Size e = position();

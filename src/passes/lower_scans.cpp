@@ -355,6 +355,11 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     };
     for (auto& v : leaves) v = widened(v);
     for (auto& v : captured) v = widened(v);
+    // Leaves of one length spelled differently (interleave(0, x[::2], x[1::2]) beside x) take
+    // the first one's spelling: the levels slice and combine them together, and two spellings
+    // would each nest a level deeper at every level, past what Size::same_value decides.
+    for (auto& v : leaves)
+        if (!v->type().shape[d].equals(s)) v = make_slice(v, d, 0, s, 1, scan.loc);
     auto narrowed = [&](std::vector<NodeRef> out) {
         for (int i = 0; i < attr.num_leaves; ++i)
             if (out[i]->type().dtype != scan.types[i].dtype)

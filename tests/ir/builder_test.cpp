@@ -88,7 +88,7 @@ TEST(Builder, SliceAndConcatComputeSymbolicSizes) {
 }
 
 // One length in two forms, shown equal by value: the sum keeps the shorter spelling, on either
-// side of the operator.
+// side of the operator, and a slice to the other spelling takes it.
 TEST(Builder, ALengthShownEqualByValueKeepsItsShorterForm) {
     ProgramBuilder p("woven");
     Size t = p.symbol("T");
@@ -97,6 +97,8 @@ TEST(Builder, ALengthShownEqualByValueKeepsItsShorterForm) {
     ASSERT_FALSE(woven.type().shape[0].equals(y.type().shape[0]));
     EXPECT_EQ((woven + y).type().str(), "f32[T - min(T, 1)]");
     EXPECT_EQ((y + woven).type().str(), "f32[T - min(T, 1)]");
+    // Sliced to its length spelled the short way, it takes that spelling.
+    EXPECT_EQ(slice(woven, 0, 0, t - Size::min(t, 1)).type().str(), "f32[T - min(T, 1)]");
 }
 
 TEST(Builder, CombineResultOfTheWrongDtypeIsRejectedAtTheScan) {

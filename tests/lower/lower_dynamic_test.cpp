@@ -35,6 +35,33 @@ TEST(LowerDynamic, OneBoundedHillisSteeleProgramIsRightForEveryLengthUpToTheBoun
     }
 }
 
+// One leaf is x, the other x's evens and odds woven back: one length spelled two ways (T and
+// floordiv(T + 1, 2) + floordiv(T - min(T, 1) + 1, 2)). Each level slices and combines the
+// two; without one spelling, the lowering refused at the level of k = 16384 ("cannot be
+// shown equal", found by tests/python/test_random_whole_programs.py).
+TEST(LowerDynamic, LeavesOfOneLengthSpelledTwoWaysLowerForEveryLengthUpToTheBound) {
+    for (bool reverse : {false, true}) {
+        dsl::ProgramBuilder b("woven");
+        Size t = b.symbol("T", 200000);
+        Expr a = b.param("a", DType::F64, {2, t});
+        Expr x = b.param("x", DType::F64, {2, t});
+        Expr woven = dsl::interleave(1, dsl::slice(x, 1, 0, t, 2), dsl::slice(x, 1, 1, t, 2));
+        ProgramRef p = b.build(b.scan(affine(), {a, woven}, 1, reverse));
+        LowerOptions o;
+        o.algorithm = ScanAlgorithm::HillisSteele;
+        LoweringReport report;
+        ProgramRef lowered = lower_scans(*p, o, &report);
+        EXPECT_EQ(report.scans.at(0).levels, levels_for(200000));
+        std::mt19937_64 rng(11);
+        for (std::int64_t s : {0, 1, 2, 3, 7, 8, 9, 64, 65, 257}) {
+            SCOPED_TRACE(cat("T = ", s, reverse ? " reverse" : ""));
+            expect_same_results(p, lowered,
+                                {random_tensor(DType::F64, {2, s}, rng, 0.9, 1.1),
+                                 random_tensor(DType::F64, {2, s}, rng)});
+        }
+    }
+}
+
 TEST(LowerDynamic, TheLoweredTextParsesBackToAProgramWithTheSameResults) {
     // `scanc lower --emit scan`: the canonical text of the lowered program is a valid program.
     std::mt19937_64 rng(10);

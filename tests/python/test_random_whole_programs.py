@@ -355,13 +355,19 @@ def runs_of(module, program: RandomProgram, xs, sizes, rng: random.Random, lower
         got = module.run("p", *[torch.from_numpy(x).cuda() for x in xs], backend="cuda")
         runs["cuda"] = ([g.cpu().numpy() for g in got], True, True)
     if lowered:
-        algorithm = rng.choice(["hillis-steele", "work-efficient", "auto"])
-        text = module.lower("p", algorithm=algorithm, sizes=sizes)
-        runs[f"lowered {algorithm}"] = (scanc.loads(text).run("p", *xs, backend="reference"),
-                                        True, False)
+        # At these sizes by any algorithm, or for every length up to a bound (the program's,
+        # or one past these sizes) by the algorithms that lower a dynamic length.
+        dynamic = rng.random() < 0.5
+        algorithm = rng.choice(["hillis-steele", "auto"] + ([] if dynamic else ["work-efficient"]))
+        shape = ({"bounds": None if program.bound else {s: 2 * n + 1 for s, n in sizes.items()}}
+                 if dynamic else {"sizes": sizes})
+        what = f"{algorithm}, {'dynamic' if dynamic else 'static'}"
+        text = module.lower("p", algorithm=algorithm, **shape)
+        runs[f"lowered {what}"] = (scanc.loads(text).run("p", *xs, backend="reference"),
+                                   True, False)
         if rng.random() < 0.4 and onnxruntime and onnx_export_built():
-            model = module.lower("p", algorithm=algorithm, sizes=sizes, emit="onnx")
-            runs[f"ONNX {algorithm}"] = (onnx_results(model, program, xs), True, True)
+            model = module.lower("p", algorithm=algorithm, emit="onnx", **shape)
+            runs[f"ONNX {what}"] = (onnx_results(model, program, xs), True, True)
     return runs
 
 
