@@ -4,9 +4,10 @@ value, 2x2 matrix products, the last nonzero), forwards or reversed along any di
 elementwise ops with broadcasts and casts, comparisons, slices, concat and interleave (the
 evens and odds of a tensor woven back into its own length too), over ranks 1-3 and every dtype
 but bool and bf16, symbols bounded or not, at awkward sizes (0, 1, primes, 2^k +- 1, one long
-line). Each program runs on the CPU backend at 1-3 threads and ordered, and lowered into
-slice/concat/elementwise ops: as .scan text run by the reference, and as ONNX run by
-onnxruntime where it and scanc's ONNX export are there; and on CUDA where there is a GPU.
+line). Each program prints to text that parses back to the same print; it runs on the CPU
+backend at 1-3 threads and ordered, and lowered into slice/concat/elementwise ops (at its
+sizes, or for every length up to a bound): as .scan text run by the reference, and as ONNX run
+by onnxruntime where it and scanc's ONNX export are there; and on CUDA where there is a GPU.
 
 Ordered runs give the reference's bits. Elsewhere a float scan that adds or multiplies may
 associate differently: each value knows whether its bits depend on the association (then it is
@@ -109,6 +110,7 @@ class RandomProgram:
         self.rng, self.lines, self.combines, self.count = rng, [], set(), 0
         rank = rng.randint(1, 3)
         symbols = rng.sample(["N", "T", "D"], rank)
+        self.symbols = set(symbols)
         self.bound = 200000 if rng.random() < 0.5 else None
         self.params = [Value(f"x{i}", rng.choice(FLOATS + INTEGERS), symbols)
                        for i in range(rng.randint(1, 3))]
@@ -131,7 +133,7 @@ class RandomProgram:
             [COMBINES[c][0] for c in sorted(self.combines)]
             + [f"program p({self.signature()}) {{"] + self.lines
             + [f"  return {', '.join(v.name for v in self.results)}", "}", ""])
-        self.symbols = sorted({s for p in self.params for s in p.lengths if s != "1"})
+        self.symbols = sorted(self.symbols)
         self.float_dtypes = {v.dtype for v in self.pool if v.dtype in FLOATS}
 
     def signature(self):
@@ -209,8 +211,9 @@ class RandomProgram:
             self.add(f"slice({v.name}, {d}, {bounds}, 2)",
                      v.with_length(d, ("odds" if odd else "evens", length), self.fresh()))
         else:
-            start, step = self.rng.randint(0, 4), self.rng.choice([1, 1, 2, 3])
-            stop = self.bound or 1 << 40
+            # from a constant or another dim's size (a length of two symbols)
+            start = self.rng.choice([0, 1, 2, 3, 4] + sorted(self.symbols - {length}))
+            step, stop = self.rng.choice([1, 1, 2, 3]), self.bound or 1 << 40
             self.add(f"slice({v.name}, {d}, {start}, {stop}, {step})",
                      v.with_length(d, ("new", self.fresh()), self.fresh()))
 
@@ -378,6 +381,7 @@ def test_random_whole_programs_match_the_reference(seed):
         program = RandomProgram(rng)
         module = scanc.loads(program.text, file=f"random{number}.scan")
         module.check()
+        assert scanc.loads(module.print()).print() == module.print()  # DESIGN §2's round trip
         rtol = max((TOLERANCE[t] for t in program.float_dtypes), default=None)
         for trial in range(3):
             sizes = {s: rng.choice(SIZES) for s in program.symbols}
