@@ -84,7 +84,8 @@ std::string shift(GraphWriter& g, Op op, const std::string& x, const std::string
         return bit_shift(g, x, g.op("BitwiseAnd", {c, g.scalar(t, 0, width_mask, false)}), op == Op::Shl);
     const DType w = t == DType::I8 || t == DType::I16 ? DType::I32 : t;
     const std::string xw = w == t ? x : g.cast(x, w), cw = w == t ? c : g.cast(c, w);
-    const std::string count = cast_unsigned(g, g.op("BitwiseAnd", {cw, g.scalar(w, 0, width_mask, false)}), w);
+    const std::string masked = g.op("BitwiseAnd", {cw, g.scalar(w, 0, width_mask, false)});
+    const std::string count = cast_unsigned(g, masked, w);
     std::string r;
     if (op == Op::Shl) {
         r = g.cast(bit_shift(g, cast_unsigned(g, xw, w), count, true), w);
