@@ -360,10 +360,14 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     // would each nest a level deeper at every level, past what Size::same_value decides.
     for (auto& v : leaves)
         if (!v->type().shape[d].equals(s)) v = make_slice(v, d, 0, s, 1, scan.loc);
+    // The results take the leaves' dtype and the first leaf's spelling of the length (the
+    // levels' slices and concats spell it another way, which later scans would nest further).
     auto narrowed = [&](std::vector<NodeRef> out) {
-        for (int i = 0; i < attr.num_leaves; ++i)
+        for (int i = 0; i < attr.num_leaves; ++i) {
             if (out[i]->type().dtype != scan.types[i].dtype)
                 out[i] = make_elementwise(Op::Cast, {out[i]}, scan.loc, scan.types[i].dtype);
+            if (!out[i]->type().shape[d].equals(s)) out[i] = make_slice(out[i], d, 0, s, 1, scan.loc);
+        }
         return out;
     };
 

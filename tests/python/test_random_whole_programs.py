@@ -110,7 +110,7 @@ class RandomProgram:
         self.rng, self.lines, self.combines, self.count = rng, [], set(), 0
         rank = rng.randint(1, 3)
         symbols = rng.sample(["N", "T", "D"], rank)
-        self.symbols = set(symbols)
+        self.symbols = sorted(symbols)
         self.bound = 200000 if rng.random() < 0.5 else None
         self.params = [Value(f"x{i}", rng.choice(FLOATS + INTEGERS), symbols)
                        for i in range(rng.randint(1, 3))]
@@ -125,15 +125,11 @@ class RandomProgram:
             rng.choice(steps)()
         if not self.combines:
             self.scan()
-        self.results = []
-        for v in reversed(self.pool):
-            if v not in self.results and len(self.results) < rng.randint(1, 3):
-                self.results.append(v)
+        self.results = self.pool[::-1][:rng.randint(1, 3)]  # the last values made
         self.text = "\n".join(
             [COMBINES[c][0] for c in sorted(self.combines)]
             + [f"program p({self.signature()}) {{"] + self.lines
             + [f"  return {', '.join(v.name for v in self.results)}", "}", ""])
-        self.symbols = sorted(self.symbols)
         self.float_dtypes = {v.dtype for v in self.pool if v.dtype in FLOATS}
 
     def signature(self):
@@ -212,7 +208,7 @@ class RandomProgram:
                      v.with_length(d, ("odds" if odd else "evens", length), self.fresh()))
         else:
             # from a constant or another dim's size (a length of two symbols)
-            start = self.rng.choice([0, 1, 2, 3, 4] + sorted(self.symbols - {length}))
+            start = self.rng.choice([0, 1, 2, 3, 4] + [s for s in self.symbols if s != length])
             step, stop = self.rng.choice([1, 1, 2, 3]), self.bound or 1 << 40
             self.add(f"slice({v.name}, {d}, {start}, {stop}, {step})",
                      v.with_length(d, ("new", self.fresh()), self.fresh()))
