@@ -355,18 +355,20 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
     };
     for (auto& v : leaves) v = widened(v);
     for (auto& v : captured) v = widened(v);
-    // Leaves of one length spelled differently (interleave(0, x[::2], x[1::2]) beside x) take
-    // the first one's spelling: the levels slice and combine them together, and two spellings
-    // would each nest a level deeper at every level, past what Size::same_value decides.
-    for (auto& v : leaves)
-        if (!v->type().shape[d].equals(s)) v = make_slice(v, d, 0, s, 1, scan.loc);
-    // The results take the leaves' dtype and the first leaf's spelling of the length (the
-    // levels' slices and concats spell it another way, which later scans would nest further).
+    // The first leaf's spelling of the length, by x[:s]. Leaves of one length spelled
+    // differently (interleave(0, x[::2], x[1::2]) beside x) take it, since the levels slice
+    // and combine them together and two spellings would each nest a level deeper at every
+    // level, past what Size::same_value decides; so do the results, which the levels' slices
+    // and concats spell another way that later scans would nest further.
+    auto respelled = [&](NodeRef v) {
+        return v->type().shape[d].equals(s) ? v : make_slice(v, d, 0, s, 1, scan.loc);
+    };
+    for (auto& v : leaves) v = respelled(v);
     auto narrowed = [&](std::vector<NodeRef> out) {
         for (int i = 0; i < attr.num_leaves; ++i) {
             if (out[i]->type().dtype != scan.types[i].dtype)
                 out[i] = make_elementwise(Op::Cast, {out[i]}, scan.loc, scan.types[i].dtype);
-            if (!out[i]->type().shape[d].equals(s)) out[i] = make_slice(out[i], d, 0, s, 1, scan.loc);
+            out[i] = respelled(out[i]);
         }
         return out;
     };

@@ -82,9 +82,10 @@ class Value:
         self.name, self.dtype, self.lengths = name, dtype, tuple(lengths)
         self.exactness = exactness
 
-    def with_length(self, dim, length, name):
+    def with_length(self, dim, length, name, exactness=None):
         lengths = self.lengths[:dim] + (length,) + self.lengths[dim + 1:]
-        return Value(name, self.dtype, lengths, self.exactness)
+        return Value(name, self.dtype, lengths,
+                     self.exactness if exactness is None else exactness)
 
 
 def is_symbol(length):
@@ -232,18 +233,17 @@ class RandomProgram:
         a = self.pick()
         b = self.pick(lambda v: v.lengths == a.lengths and v.dtype == a.dtype)
         d = self.rng.randrange(len(a.lengths))
-        woven = a.with_length(d, ("twice", a.lengths[d]), self.fresh())
-        woven.exactness = exactness_of([a, b])
-        self.add(f"interleave({d}, {a.name}, {b.name})", woven)
+        self.add(f"interleave({d}, {a.name}, {b.name})",
+                 a.with_length(d, ("twice", a.lengths[d]), self.fresh(), exactness_of([a, b])))
 
     def concat(self):
         a = self.pick()
         d = self.rng.randrange(len(a.lengths))
         b = self.pick(lambda v: v.dtype == a.dtype and len(v.lengths) == len(a.lengths) and all(
             x == y for i, (x, y) in enumerate(zip(v.lengths, a.lengths)) if i != d))
-        joined = a.with_length(d, ("cat", a.lengths[d], b.lengths[d]), self.fresh())
-        joined.exactness = exactness_of([a, b])
-        self.add(f"concat({d}, {a.name}, {b.name})", joined)
+        self.add(f"concat({d}, {a.name}, {b.name})",
+                 a.with_length(d, ("cat", a.lengths[d], b.lengths[d]), self.fresh(),
+                               exactness_of([a, b])))
 
     def scan(self):
         name = self.rng.choice(list(COMBINES))
