@@ -1,10 +1,10 @@
 """Random whole programs against the reference executor: chains of scans (sums, max, min,
 products, bitwise ors and xors, affine maps, logaddexp, argmax, a max clamped by a captured
-value, 2x2 matrix products, the last nonzero), forwards or reversed along any dim, between
-elementwise ops with broadcasts and casts, comparisons, slices, concat and interleave (the
-evens and odds of a tensor woven back into its own length too), over ranks 1-3 and every dtype
-but bool and bf16, symbols bounded or not, at awkward sizes (0, 1, primes, 2^k +- 1, one long
-line). Each program prints to text that parses back to the same print; it runs on the CPU
+value, 2x2 matrix products, the last nonzero, sums segmented by bool flags), forwards or
+reversed along any dim, between elementwise ops with broadcasts and casts, comparisons, logic
+and selects, slices, concat and interleave (the evens and odds of a tensor woven back into its
+own length too), over ranks 1-3 and every dtype (bf16 as torch tensors, where torch is there),
+symbols bounded or not, at awkward sizes (0, 1, primes, 2^k +- 1, one long line). Each program prints to text that parses back to the same print; it runs on the CPU
 backend at 1-3 threads and ordered, and lowered into slice/concat/elementwise ops (at its
 sizes, or for every length up to a bound): as .scan text run by the reference, and as ONNX run
 by onnxruntime where it and scanc's ONNX export are there; and on CUDA where there is a GPU.
@@ -31,13 +31,15 @@ try:
     import torch  # CUDA runs take torch tensors on the GPU
     CUDA = torch.cuda.is_available() and "cuda" in scanc.available_backends()
 except ImportError:
-    CUDA = False
+    torch, CUDA = None, False
 
-FLOATS = ["f16", "f32", "f64"]
+FLOATS = ["f16", "bf16", "f32", "f64"]
 INTEGERS = ["u8", "i8", "i16", "i32", "i64"]
+DTYPES = FLOATS + INTEGERS + ["bool"]
 NUMPY = {"u8": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-         "f16": np.float16, "f32": np.float32, "f64": np.float64}
-TOLERANCE = {"f16": 3e-2, "f32": 1e-3, "f64": 1e-9}  # relative to max(1, mean |reference|)
+         "f16": np.float16, "bf16": np.float32, "f32": np.float32, "f64": np.float64,
+         "bool": np.bool_}  # bf16 is drawn in f32, then rounded by torch
+TOLERANCE = {"f16": 3e-2, "bf16": 3e-2, "f32": 1e-3, "f64": 1e-9}  # of max(1, mean |reference|)
 SIZES = [0, 1, 2, 3, 5, 7, 8, 9, 16, 17, 31, 33, 64, 65, 127]
 LONG_LINES = [4097, 65537, 70001]
 
@@ -61,8 +63,11 @@ COMBINES = {
             "  return a2 * a1 + b2 * c1, a2 * b1 + b2 * d1, c2 * a1 + d2 * c1, "
             "c2 * b1 + d2 * d1\n}", 4, "int", 0),
     "last": ("combine last(a | b) { return where(b != 0, b, a) }", 1, "any", 0),
+    "seg": ("combine seg(f1, v1 | f2, v2) { return f1 or f2, where(f2, v2, v1 + v2) }", 2,
+            "any", 0),
 }
-REASSOCIATED_FLOATS = {"add", "aff", "lae"}  # float scans whose bits depend on the order
+REASSOCIATED_FLOATS = {"add", "aff", "lae", "seg"}  # float scans whose bits depend on the order
+TAKE_BOOL = {"mx", "mn", "bor", "bxor", "argmax", "clamped", "last"}  # first leaves of bool
 
 UNARY = {  # (form, discrete)
     "float": [("exp(-abs({}))", False), ("tanh({})", False), ("sigmoid({})", False),
@@ -113,11 +118,11 @@ class RandomProgram:
         symbols = rng.sample(["N", "T", "D"], rank)
         self.symbols = sorted(symbols)
         self.bound = 200000 if rng.random() < 0.5 else None
-        self.params = [Value(f"x{i}", rng.choice(FLOATS + INTEGERS), symbols)
+        self.params = [Value(f"x{i}", rng.choice(DTYPES), symbols)
                        for i in range(rng.randint(1, 3))]
         if rank > 1 and rng.random() < 0.6:  # a parameter that broadcasts (a captured value's)
             one = rng.randrange(rank)
-            self.params.append(Value(f"c{len(self.params)}", rng.choice(FLOATS + INTEGERS),
+            self.params.append(Value(f"c{len(self.params)}", rng.choice(DTYPES),
                                      ["1" if i == one else s for i, s in enumerate(symbols)]))
         self.pool = list(self.params)
         steps = [self.unary, self.binary, self.compare, self.slice, self.interleave,
@@ -132,6 +137,7 @@ class RandomProgram:
             + [f"program p({self.signature()}) {{"] + self.lines
             + [f"  return {', '.join(v.name for v in self.results)}", "}", ""])
         self.float_dtypes = {v.dtype for v in self.pool if v.dtype in FLOATS}
+        self.takes_torch = any(p.dtype == "bf16" for p in self.params)  # NumPy has no bf16
 
     def signature(self):
         seen = set()
@@ -159,33 +165,46 @@ class RandomProgram:
 
     @staticmethod
     def cast(v, dtype):
-        """v's text in `dtype`, and whether the cast is discrete (a float to an integer)."""
+        """v's text in `dtype`, and whether the cast is discrete (a float to an integer or
+        bool)."""
         if v.dtype == dtype:
             return v.name, False
-        return f"{dtype}({v.name})", v.dtype in FLOATS and dtype in INTEGERS
+        return f"{dtype}({v.name})", v.dtype in FLOATS and dtype not in FLOATS
 
     def unary(self):
-        v = self.pick(lambda v: v.dtype != "bool")
-        form, discrete = self.rng.choice(UNARY["float" if v.dtype in FLOATS else "int"])
+        v = self.pick()
+        form, discrete = (("not {}", False) if v.dtype == "bool" else
+                          self.rng.choice(UNARY["float" if v.dtype in FLOATS else "int"]))
         self.add(form.format(v.name), Value(self.fresh(), v.dtype, v.lengths,
                                             exactness_of([v], discrete)))
 
     def binary(self):
-        a = self.pick(lambda v: v.dtype != "bool")
+        """An op of a and b (b cast to a's dtype, broadcast to a's lengths), or a select of
+        one of them by a bool that broadcasts to a."""
+        a = self.pick()
         same = self.rng.random() < 0.8
-        b = self.pick(lambda v: v.dtype != "bool" and (
-            v.lengths == a.lengths if same else broadcasts(v.lengths, a.lengths)))
+        b = self.pick(lambda v: v.lengths == a.lengths if same else broadcasts(v.lengths, a.lengths))
         if b is None:
             return
-        op = self.rng.choice(["+", "-", "*", "max", "min", "where"])
+        ops = ["and", "or", "^"] if a.dtype == "bool" else ["+", "-", "*"]
+        op = self.rng.choice(ops + ["max", "min", "where", "select"])
         bx, discrete = self.cast(b, a.dtype)
-        expr = (f"{a.name} {op} {bx}" if op in "+-*" else
-                f"where({a.name} > {bx}, {a.name}, {bx})" if op == "where" else
-                f"{op}({a.name}, {bx})")
-        self.add(expr, Value(self.fresh(), a.dtype, a.lengths, exactness_of([a, b], discrete)))
+        operands = [a, b]
+        if op == "select":
+            c = self.pick(lambda v: v.dtype == "bool" and broadcasts(v.lengths, a.lengths))
+            if c is None:
+                return
+            operands.append(c)
+            expr = f"where({c.name}, {a.name}, {bx})"
+        else:
+            expr = (f"{op}({a.name}, {bx})" if op in ("max", "min") else
+                    f"where({a.name} > {bx}, {a.name}, {bx})" if op == "where" else
+                    f"{a.name} {op} {bx}")
+        self.add(expr, Value(self.fresh(), a.dtype, a.lengths,
+                             exactness_of(operands, discrete)))
 
     def compare(self):
-        a = self.pick(lambda v: v.dtype != "bool")
+        a = self.pick()
         self.add(f"{a.name} > 0", Value(self.fresh(), "bool", a.lengths, exactness_of([a], True)))
 
     def slice(self):
@@ -248,12 +267,18 @@ class RandomProgram:
     def scan(self):
         name = self.rng.choice(list(COMBINES))
         _, leaves, takes, captured = COMBINES[name]
-        first = self.pick(lambda v: v.dtype != "bool" and (takes != "int" or v.dtype in INTEGERS)
-                          and (takes != "float" or v.dtype in FLOATS))
+        first = self.pick(lambda v: name in TAKE_BOOL if v.dtype == "bool" else (
+            (takes != "int" or v.dtype in INTEGERS) and (takes != "float" or v.dtype in FLOATS)))
         if first is None:
             return
         operands, args, dtypes, discrete = [first], [first.name], [first.dtype] * leaves, False
-        if name == "argmax":
+        if name == "seg":  # bool flags first: a value of first's lengths, or first's sign
+            flags = self.pick(lambda v: v.lengths == first.lengths and v.dtype == "bool")
+            flags_text, jumps = (flags.name, False) if flags else self.cast(first, "bool")
+            operands, args, dtypes = [flags or first, first], [flags_text, first.name], [
+                "bool", first.dtype]
+            discrete = jumps
+        elif name == "argmax":
             index = self.pick(lambda v: v.lengths == first.lengths and v.dtype in INTEGERS)
             operands.append(index or first)
             args.append(index.name if index else f"i32({first.name})")
@@ -261,7 +286,7 @@ class RandomProgram:
             discrete = index is None and first.dtype in FLOATS
         else:
             for _ in range(leaves - 1):
-                other = self.pick(lambda v: v.lengths == first.lengths and v.dtype != "bool")
+                other = self.pick(lambda v: v.lengths == first.lengths)
                 text, jumps = self.cast(other, first.dtype)
                 operands.append(other)
                 args.append(text)
@@ -275,7 +300,7 @@ class RandomProgram:
         tail = " reverse" if self.rng.random() < 0.4 else ""
         if captured:
             one_slice = tuple("1" if i == d else s for i, s in enumerate(first.lengths))
-            c = self.pick(lambda v: v.dtype != "bool" and broadcasts(v.lengths, one_slice))
+            c = self.pick(lambda v: broadcasts(v.lengths, one_slice))
             if c is None:
                 return
             text, jumps = self.cast(c, first.dtype)
@@ -295,21 +320,34 @@ class RandomProgram:
         self.pool += outs
 
     def inputs(self, sizes, rng: np.random.Generator):
+        """NumPy arrays, or torch tensors where a parameter is bf16."""
         xs = []
         for p in self.params:
             shape = [1 if s == "1" else sizes[s] for s in p.lengths]
             x = (rng.uniform(-1, 1, shape) if p.dtype in FLOATS else
-                 rng.integers(0 if p.dtype == "u8" else -4, 5, shape))
+                 rng.integers(0 if p.dtype in ("u8", "bool") else -4, 2 if p.dtype == "bool"
+                              else 5, shape))
             xs.append(x.astype(NUMPY[p.dtype]))
+        if self.takes_torch:
+            xs = [torch.from_numpy(x).to(torch.bfloat16) if p.dtype == "bf16" else
+                  torch.from_numpy(x) for p, x in zip(self.params, xs)]
         return xs
+
+
+def as_numpy(x):
+    """x as NumPy and its dtype's name: a torch tensor's bf16 widens to f32 exactly."""
+    if isinstance(x, np.ndarray):
+        return x, str(x.dtype)
+    x = x.cpu()
+    return (x.float() if x.dtype == torch.bfloat16 else x).numpy(), str(x.dtype)
 
 
 def mismatch(expected, actual, rtol):
     """"" when `actual` matches `expected` (bit for bit where rtol is None, NaN matching NaN),
     else where and how it differs."""
-    expected, actual = np.asarray(expected), np.asarray(actual)
-    if expected.shape != actual.shape or expected.dtype != actual.dtype:
-        return f"{actual.dtype}{list(actual.shape)} for {expected.dtype}{list(expected.shape)}"
+    (expected, want_dtype), (actual, got_dtype) = as_numpy(expected), as_numpy(actual)
+    if expected.shape != actual.shape or want_dtype != got_dtype:
+        return f"{got_dtype}{list(actual.shape)} for {want_dtype}{list(expected.shape)}"
     if expected.size == 0:
         return ""
     if expected.dtype.kind != "f" or rtol is None:
@@ -351,8 +389,8 @@ def runs_of(module, program: RandomProgram, xs, sizes, rng: random.Random, lower
     runs = {f"cpu at {threads} threads": (cpu(), True, False),
             "cpu ordered": (cpu(ordered=True), False, False)}
     if CUDA:
-        got = module.run("p", *[torch.from_numpy(x).cuda() for x in xs], backend="cuda")
-        runs["cuda"] = ([g.cpu().numpy() for g in got], True, True)
+        got = module.run("p", *[torch.as_tensor(x).cuda() for x in xs], backend="cuda")
+        runs["cuda"] = (got, True, True)
     if lowered:
         # At these sizes by any algorithm, or for every length up to a bound (the program's,
         # or one past these sizes) by the algorithms that lower a dynamic length.
@@ -364,7 +402,8 @@ def runs_of(module, program: RandomProgram, xs, sizes, rng: random.Random, lower
         text = module.lower("p", algorithm=algorithm, **shape)
         runs[f"lowered {what}"] = (scanc.loads(text).run("p", *xs, backend="reference"),
                                    True, False)
-        if rng.random() < 0.4 and onnxruntime and onnx_export_built():
+        onnx = onnxruntime and onnx_export_built() and not program.takes_torch
+        if rng.random() < 0.4 and onnx:
             model = module.lower("p", algorithm=algorithm, emit="onnx", **shape)
             runs[f"ONNX {what}"] = (onnx_results(model, program, xs), True, True)
     return runs
@@ -375,6 +414,8 @@ def test_random_whole_programs_match_the_reference(seed):
     for number in range(seed * 4, seed * 4 + 4):
         rng, data = random.Random(number), np.random.default_rng(number)
         program = RandomProgram(rng)
+        if program.takes_torch and torch is None:
+            continue  # the program's bf16 parameters need torch tensors
         module = scanc.loads(program.text, file=f"random{number}.scan")
         module.check()
         assert scanc.loads(module.print()).print() == module.print()  # DESIGN §2's round trip
