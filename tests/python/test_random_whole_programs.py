@@ -4,10 +4,11 @@ value, 2x2 matrix products, the last nonzero, sums segmented by bool flags), for
 reversed along any dim, between elementwise ops with broadcasts and casts, comparisons, logic
 and selects, slices, concat and interleave (the evens and odds of a tensor woven back into its
 own length too), over ranks 1-3 and every dtype (bf16 as torch tensors, where torch is there),
-symbols bounded or not, at awkward sizes (0, 1, primes, 2^k +- 1, one long line). Each program prints to text that parses back to the same print; it runs on the CPU
-backend at 1-3 threads and ordered, and lowered into slice/concat/elementwise ops (at its
-sizes, or for every length up to a bound): as .scan text run by the reference, and as ONNX run
-by onnxruntime where it and scanc's ONNX export are there; and on CUDA where there is a GPU.
+symbols bounded or not, at awkward sizes (0, 1, primes, 2^k +- 1, one long line), with inputs
+in strided layouts. Each program prints to text that parses back to the same print; it runs on
+the CPU backend at 1-3 threads and ordered, and lowered into slice/concat/elementwise ops (at
+its sizes, or for every length up to a bound): as .scan text run by the reference, and as ONNX
+run by onnxruntime where it and scanc's ONNX export are there; and on CUDA where there is a GPU.
 
 Ordered runs give the reference's bits. Elsewhere a float scan that adds or multiplies may
 associate differently: each value knows whether its bits depend on the association (then it is
@@ -183,7 +184,8 @@ class RandomProgram:
         one of them by a bool that broadcasts to a."""
         a = self.pick()
         same = self.rng.random() < 0.8
-        b = self.pick(lambda v: v.lengths == a.lengths if same else broadcasts(v.lengths, a.lengths))
+        b = self.pick(lambda v: v.lengths == a.lengths if same else
+                      broadcasts(v.lengths, a.lengths))
         if b is None:
             return
         ops = ["and", "or", "^"] if a.dtype == "bool" else ["+", "-", "*"]
@@ -320,7 +322,7 @@ class RandomProgram:
         self.pool += outs
 
     def inputs(self, sizes, rng: np.random.Generator):
-        """NumPy arrays, or torch tensors where a parameter is bf16."""
+        """Contiguous torch tensors where a parameter is bf16, else NumPy arrays in any layout."""
         xs = []
         for p in self.params:
             shape = [1 if s == "1" else sizes[s] for s in p.lengths]
@@ -329,9 +331,29 @@ class RandomProgram:
                               else 5, shape))
             xs.append(x.astype(NUMPY[p.dtype]))
         if self.takes_torch:
-            xs = [torch.from_numpy(x).to(torch.bfloat16) if p.dtype == "bf16" else
-                  torch.from_numpy(x) for p, x in zip(self.params, xs)]
-        return xs
+            return [torch.from_numpy(x).to(torch.bfloat16) if p.dtype == "bf16" else
+                    torch.from_numpy(x) for p, x in zip(self.params, xs)]
+        return [in_some_layout(x, rng) for x in xs]
+
+
+def in_some_layout(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """x as it is, or a view of x's values laid out otherwise along a random dim: backwards (a
+    negative stride), every other element of a wider array, in transposed storage, or one
+    slice of x broadcast along the dim (stride 0, read-only)."""
+    d, every = int(rng.integers(x.ndim)), [slice(None)] * x.ndim
+    kind = rng.choice(["as it is", "backwards", "every other", "transposed", "broadcast"])
+    if kind == "backwards":
+        return np.flip(np.flip(x, d).copy(), d)
+    if kind == "every other":
+        wide = np.zeros(x.shape[:d] + (2 * x.shape[d],) + x.shape[d + 1:], x.dtype)
+        every[d] = slice(None, None, 2)
+        wide[tuple(every)] = x
+        return wide[tuple(every)]
+    if kind == "transposed":
+        return x.T.copy().T
+    if kind == "broadcast" and x.shape[d] > 0:
+        return np.broadcast_to(np.take(x, [0], axis=d), x.shape)
+    return x
 
 
 def as_numpy(x):
@@ -356,8 +378,12 @@ def mismatch(expected, actual, rtol):
     else:
         finite = np.isfinite(expected)
         scale = max(1.0, float(np.mean(np.abs(expected[finite])))) if finite.any() else 1.0
+        # Past the largest finite value a sum rounds to inf: one in another order may not yet.
+        largest = float(torch.finfo(torch.bfloat16).max if want_dtype == "torch.bfloat16" else
+                        np.finfo(expected.dtype).max)
+        saturated = lambda a: np.clip(a.astype(np.float64), -largest, largest)
         with np.errstate(invalid="ignore"):
-            close = np.abs(expected.astype(np.float64) - actual) <= rtol * scale
+            close = np.abs(saturated(expected) - saturated(actual)) <= rtol * scale
         equal = (expected == actual) | (np.isnan(expected) & np.isnan(actual)) | close
     if equal.all():
         return ""
@@ -389,7 +415,9 @@ def runs_of(module, program: RandomProgram, xs, sizes, rng: random.Random, lower
     runs = {f"cpu at {threads} threads": (cpu(), True, False),
             "cpu ordered": (cpu(ordered=True), False, False)}
     if CUDA:
-        got = module.run("p", *[torch.as_tensor(x).cuda() for x in xs], backend="cuda")
+        on_gpu = [(x if torch.is_tensor(x) else torch.from_numpy(np.ascontiguousarray(x))).cuda()
+                  for x in xs]  # torch takes no negative strides
+        got = module.run("p", *on_gpu, backend="cuda")
         runs["cuda"] = (got, True, True)
     if lowered:
         # At these sizes by any algorithm, or for every length up to a bound (the program's,
@@ -426,7 +454,8 @@ def test_random_whole_programs_match_the_reference(seed):
                 sizes = {s: rng.choice([0, 1, 2, 3]) for s in program.symbols}
                 sizes[rng.choice(program.symbols)] = rng.choice(LONG_LINES)
             xs = program.inputs(sizes, data)
-            want = module.run("p", *xs, backend="reference")
+            contiguous = [np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in xs]
+            want = module.run("p", *contiguous, backend="reference")  # the others take the views
             for what, (got, reassociated, own_functions) in runs_of(
                     module, program, xs, sizes, rng, trial == 0).items():
                 for i, (value, w, g) in enumerate(zip(program.results, want, got)):
