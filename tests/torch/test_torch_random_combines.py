@@ -3,13 +3,16 @@ monoids (sums, max, min, integer products, affine maps, logaddexp, segmented sum
 softmax, Welford's summaries, argmax with its index, a max clamped by a closure tensor), over
 ranks 1-3 at awkward sizes, along any dim, forwards or reversed, in f32 and f64. Each scan's
 values match the loop's, and so do the gradients of its float leaves; a few also run under
-torch.compile(dynamic=True, fullgraph=True) at two shapes."""
+torch.compile(dynamic=True, fullgraph=True) at two shapes, and some are exported and lowered
+into slice/cat/elementwise ops, at their length or for every length up to a bound."""
 import random
 
 import pytest
 import torch
+from torch.export import Dim
 
 import scanc.torch as st
+from lower_models import assert_primitive
 from torch_scan_loops import affine, loop_scan
 
 SIZES = [1, 2, 3, 5, 7, 16, 17, 33]
@@ -135,3 +138,33 @@ def test_random_combines_under_dynamic_compile_match_the_loop_at_two_shapes(seed
     for shape in (scan.shape(), scan.shape()):
         xs = scan.leaves(shape)
         assert_close(compiled(xs), scan.loop(xs), scan.dtype, f"{scan.kinds} of {shape}")
+
+
+class Scanning(torch.nn.Module):
+    def __init__(self, scan: RandomScan):
+        super().__init__()
+        self.scan = scan
+
+    def forward(self, xs):
+        return self.scan.scan(xs)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_combines_exported_and_lowered_match_the_loop(seed):
+    scan = RandomScan(2000 + seed)
+    shape, dynamic = scan.shape(), scan.rng.random() < 0.5
+    algorithm = scan.rng.choice(["hillis-steele", "auto"] + ([] if dynamic else ["work-efficient"]))
+    lengths = [shape[scan.dim]]
+    if dynamic:  # exported at one length in [2, 40], run at lengths from 0 to the bound
+        shape[scan.dim] = max(2, shape[scan.dim])
+        lengths = [0, 1, 2, 3, 5, 16, 17, 33, 40, shape[scan.dim]]
+        lengths_of = {scan.dim: Dim("L", min=0, max=40)}
+    xs = scan.leaves(shape)
+    shapes = (tuple(lengths_of for _ in xs),) if dynamic else None
+    exported = torch.export.export(Scanning(scan), (xs,), dynamic_shapes=shapes)
+    lowered = st.lower_associative_scans(exported, algorithm=algorithm)
+    assert_primitive(lowered)  # no scan left
+    for n in lengths:
+        xs = scan.leaves(shape[:scan.dim] + [n] + shape[scan.dim + 1:])
+        what = f"{scan.kinds} of length {n} ({algorithm}, {'dynamic' if dynamic else 'static'})"
+        assert_close(lowered.module()(xs), scan.loop(xs), scan.dtype, what)
