@@ -4,7 +4,8 @@ softmax, Welford's summaries, argmax with its index, a max clamped by a closure 
 ranks 1-3 at awkward sizes, along any dim, forwards or reversed, in f32 and f64. Each scan's
 values match the loop's, and so do the gradients of its float leaves; a few also run under
 torch.compile(dynamic=True, fullgraph=True) at two shapes, and some are exported and lowered
-into slice/cat/elementwise ops, at their length or for every length up to a bound."""
+into slice/cat/elementwise ops, at their length or for lengths from 0 to a bound (a few of
+those exported on to ONNX and run by onnxruntime)."""
 import random
 
 import pytest
@@ -149,6 +150,21 @@ class Scanning(torch.nn.Module):
         return self.scan.scan(xs)
 
 
+def lowered_export(scan: RandomScan, shape, dynamic: bool, algorithm="auto"):
+    """scan exported at `shape` (its length dynamic, from 0 to 40, where `dynamic`) and lowered,
+    and the inputs it was exported with."""
+    xs = scan.leaves(shape)
+    lengths_of = {scan.dim: Dim("L", min=0, max=40)}
+    shapes = (tuple(lengths_of for _ in xs),) if dynamic else None
+    exported = torch.export.export(Scanning(scan), (xs,), dynamic_shapes=shapes)
+    lowered = st.lower_associative_scans(exported, algorithm=algorithm)
+    assert_primitive(lowered)  # no scan left
+    return lowered, xs
+
+
+DYNAMIC_LENGTHS = [0, 1, 2, 3, 5, 16, 17, 33, 40]
+
+
 @pytest.mark.parametrize("seed", range(24))
 def test_random_combines_exported_and_lowered_match_the_loop(seed):
     scan = RandomScan(2000 + seed)
@@ -157,14 +173,27 @@ def test_random_combines_exported_and_lowered_match_the_loop(seed):
     lengths = [shape[scan.dim]]
     if dynamic:  # exported at one length in [2, 40], run at lengths from 0 to the bound
         shape[scan.dim] = max(2, shape[scan.dim])
-        lengths = [0, 1, 2, 3, 5, 16, 17, 33, 40, shape[scan.dim]]
-        lengths_of = {scan.dim: Dim("L", min=0, max=40)}
-    xs = scan.leaves(shape)
-    shapes = (tuple(lengths_of for _ in xs),) if dynamic else None
-    exported = torch.export.export(Scanning(scan), (xs,), dynamic_shapes=shapes)
-    lowered = st.lower_associative_scans(exported, algorithm=algorithm)
-    assert_primitive(lowered)  # no scan left
+        lengths = DYNAMIC_LENGTHS + [shape[scan.dim]]
+    lowered, _ = lowered_export(scan, shape, dynamic, algorithm)
     for n in lengths:
         xs = scan.leaves(shape[:scan.dim] + [n] + shape[scan.dim + 1:])
         what = f"{scan.kinds} of length {n} ({algorithm}, {'dynamic' if dynamic else 'static'})"
         assert_close(lowered.module()(xs), scan.loop(xs), scan.dtype, what)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_combines_lowered_for_a_bounded_length_run_in_onnxruntime(seed, tmp_path):
+    pytest.importorskip("onnxscript")
+    ort = pytest.importorskip("onnxruntime")
+    scan = RandomScan(3000 + seed)
+    shape = scan.shape()
+    shape[scan.dim] = max(2, shape[scan.dim])
+    lowered, xs = lowered_export(scan, shape, dynamic=True)
+    path = tmp_path / "scan.onnx"
+    torch.onnx.export(lowered, (xs,), dynamo=True).save(str(path))
+    session = ort.InferenceSession(str(path))
+    for n in DYNAMIC_LENGTHS:
+        xs = scan.leaves(shape[:scan.dim] + [n] + shape[scan.dim + 1:])
+        got = session.run(None, {i.name: x.numpy() for i, x in zip(session.get_inputs(), xs)})
+        assert_close([torch.from_numpy(g) for g in got], scan.loop(xs), scan.dtype,
+                     f"{scan.kinds} of length {n} in onnxruntime")
