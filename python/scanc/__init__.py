@@ -211,6 +211,14 @@ class Module:
         return self._core.lower(program or "", algorithm, _sizes_by_symbol("bounds", bounds),
                                 _sizes_by_symbol("sizes", sizes), emit, native_cumsum)
 
+    def emit(self, program: str | None = None, *, target: str = "cuda", arch: str = "sm_90",
+             ptx: bool = False) -> str:
+        """The CUDA C++ source the cuda backend generates for the program, or with ptx=True
+        the PTX NVRTC compiles it into for `arch` (what `scanc emit` writes). Needs no GPU;
+        ptx needs libnvrtc. CompileError for a combine that is not associative, an arch NVRTC
+        cannot compile for, or a build without the CUDA backend."""
+        return self._core.emit(program or "", target, arch, ptx)
+
     @staticmethod
     def _scalar_array(x: Any, param: tuple[str, str, list[Any]] | None) -> np.ndarray:
         if param is None:  # more inputs than parameters: let the core report the count

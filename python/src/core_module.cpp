@@ -20,6 +20,9 @@
 
 #include "module_check.h"
 #include "scanc/scanc.h"
+#ifdef SCANC_HAVE_CUDA
+#include "scanc/backends/cuda.h"
+#endif
 #ifdef SCANC_HAVE_ONNX
 #include "scanc/backends/onnx.h"
 #endif
@@ -85,6 +88,22 @@ public:
             if (n->op == Op::Scan) out.combines.push_back(n->as<ScanAttr>().combine);
         out.programs.push_back(lowered);
         return nb::str(print_module(out).c_str());
+    }
+
+    // scanc emit: the CUDA source the cuda backend generates for `program`, or the PTX NVRTC
+    // makes of it for `arch`. Needs no GPU.
+    std::string emit(const std::string& program, const std::string& target, const std::string& arch,
+                     bool ptx) const {
+        if (target != "cuda") user_error({}, cat("target=\"", target, "\": expected \"cuda\""));
+#ifdef SCANC_HAVE_CUDA
+        ProgramRef p = module_.program(program);
+        check_program_associative(*p);  // what run refuses has no kernels to show
+        nb::gil_scoped_release release;
+        return emit_cuda(p, arch, ptx);
+#else
+        (void)program, (void)arch, (void)ptx;
+        user_error({}, "this scanc was built without the CUDA backend; emit is unavailable");
+#endif
     }
 
     // (name, dtype, dims) per parameter of `program`: dims are ints or symbol names.
@@ -272,6 +291,7 @@ NB_MODULE(_core, m) {
         .def_prop_ro("combines", &CoreModule::combines)
         .def("text", &CoreModule::text)
         .def("params", &CoreModule::params, "program"_a)
+        .def("emit", &CoreModule::emit, "program"_a, "target"_a, "arch"_a, "ptx"_a)
         .def("check", &CoreModule::check)
         .def("lower", &CoreModule::lower, "program"_a, "algorithm"_a, "bounds"_a, "sizes"_a,
              "emit"_a, "native_cumsum"_a)

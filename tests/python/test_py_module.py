@@ -117,6 +117,47 @@ def test_check_rejects_a_combine_that_is_not_associative():
         mod.run("p", np.ones(3, np.float32))
 
 
+def emitted(module, **options):
+    try:
+        return module.emit("mamba", **options)
+    except scanc.CompileError as e:
+        if "without the CUDA backend" in str(e):
+            pytest.skip("this scanc has no CUDA backend")
+        raise
+
+
+def test_emit_writes_the_cuda_source_of_a_program_with_its_scan_and_prologue_inlined():
+    source = emitted(scanc.loads(TEXT))
+    assert "__global__" in source
+    # The prologue a = exp(dt * A), fused into the scan's kernels: exp of a computed value.
+    assert re.search(r"sc_exp\(p\d+\)", source)
+
+
+def test_emit_compiles_the_source_to_ptx_for_the_arch_asked_without_a_gpu():
+    module = scanc.loads(TEXT)
+    emitted(module)  # skips without the CUDA backend
+    try:
+        ptx = module.emit("mamba", ptx=True, arch="sm_90")
+    except scanc.CompileError as e:
+        pytest.skip(f"no NVRTC here: {e}")
+    assert ".target sm_90" in ptx and ".entry" in ptx
+
+
+@pytest.mark.parametrize("options,error", [
+    ({"target": "metal"}, r'target="metal": expected "cuda"'),
+    ({"arch": "sm_75"}, r"CUDA arch `sm_75`")])
+def test_emit_refuses_an_unknown_target_or_arch(options, error):
+    with pytest.raises(scanc.CompileError, match=error):
+        emitted(scanc.loads(TEXT), **options)
+
+
+def test_emit_refuses_a_combine_that_is_not_associative():
+    module = scanc.loads("combine sub(x | y) {\n  return x - y\n}\n"
+                         "program mamba(x: f32[N]) {\n  y = scan sub(x) dim=0\n  return y\n}\n")
+    with pytest.raises(ValueError, match=r"associative"):
+        emitted(module)
+
+
 def test_backends_include_the_reference_and_the_default():
     backends = scanc.available_backends()
     assert "reference" in backends
