@@ -205,9 +205,11 @@ if [ -z "${SKIP_TORCH:-}" ]; then
   # The Python tests that need a GPU (the rest run in CI).
   PYTHONPATH=build-gpupy/python timeout 120 python3 -m pytest -q -p no:cacheprovider -k cuda \
       tests/python/test_py_run_torch.py 2>&1 | tail -3 | tee "$OUT/pytest_gpu.log"
-  # Random whole programs on CUDA (and the CPU backend) against the reference.
-  PYTHONPATH=build-gpupy/python timeout ${RANDOM_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider \
-      tests/python/test_random_whole_programs.py 2>&1 | tail -3 | tee "$OUT/pytest_random.log"
+  # Random whole programs on CUDA (and the CPU backend) against the reference; the log keeps
+  # the first failure's program and where it differs.
+  PYTHONPATH=build-gpupy/python timeout ${RANDOM_TIMEOUT:-300} python3 -m pytest -q -x --tb=short \
+      -p no:cacheprovider tests/python/test_random_whole_programs.py 2>&1 | tail -40 > "$OUT/pytest_random.log"
+  tail -3 "$OUT/pytest_random.log"
   # JAX and CuPy arrays through DLPack, on the GPU where their arrays live there.
   PYTHONPATH=build-gpupy/python timeout 120 python3 -m pytest -q -p no:cacheprovider \
       tests/python/test_py_run_dlpack.py 2>&1 | tail -3 | tee "$OUT/pytest_dlpack.log"
@@ -226,7 +228,8 @@ cat "$OUT/bench.md" 2>/dev/null
 [ -f "$OUT/peers.md" ] && cat "$OUT/peers.md"
 [ -f "$OUT/torch_gpu.log" ] && grep -E "^(PASS|FAIL)" "$OUT/torch_gpu.log"
 [ -f "$OUT/pytest_gpu.log" ] && echo "python GPU tests: $(tail -1 "$OUT/pytest_gpu.log")"
-[ -f "$OUT/pytest_random.log" ] && echo "random whole programs (CUDA too): $(tail -1 "$OUT/pytest_random.log")"
+[ -f "$OUT/pytest_random.log" ] && echo "random whole programs (CUDA too): $(tail -1 "$OUT/pytest_random.log")" &&
+    grep -E "^E " "$OUT/pytest_random.log" | head -12
 [ -f "$OUT/pytest_dlpack.log" ] && echo "python JAX/CuPy tests: $(tail -1 "$OUT/pytest_dlpack.log")"
 [ -f "$OUT/torch_gpu.md" ] && cat "$OUT/torch_gpu.md"
 exit $TESTS

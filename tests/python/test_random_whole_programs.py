@@ -358,11 +358,13 @@ def in_some_layout(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def as_numpy(x):
-    """x as NumPy and its dtype's name: a torch tensor's bf16 widens to f32 exactly."""
+    """x as NumPy and its dtype's name as NumPy spells it ("float32", "bool"; "bfloat16"): a
+    torch tensor's bf16 widens to f32 exactly."""
     if isinstance(x, np.ndarray):
         return x, str(x.dtype)
     x = x.cpu()
-    return (x.float() if x.dtype == torch.bfloat16 else x).numpy(), str(x.dtype)
+    name = str(x.dtype).removeprefix("torch.")
+    return (x.float() if x.dtype == torch.bfloat16 else x).numpy(), name
 
 
 def mismatch(expected, actual, rtol):
@@ -380,7 +382,7 @@ def mismatch(expected, actual, rtol):
         finite = np.isfinite(expected)
         scale = max(1.0, float(np.mean(np.abs(expected[finite])))) if finite.any() else 1.0
         # Past the largest finite value a sum rounds to inf: one in another order may not yet.
-        largest = float(torch.finfo(torch.bfloat16).max if want_dtype == "torch.bfloat16" else
+        largest = float(torch.finfo(torch.bfloat16).max if want_dtype == "bfloat16" else
                         np.finfo(expected.dtype).max)
         saturated = lambda a: np.clip(a.astype(np.float64), -largest, largest)
         with np.errstate(invalid="ignore"):
@@ -425,8 +427,8 @@ def runs_of(module, program: RandomProgram, xs, sizes, rng: random.Random, lower
     runs = {f"cpu at {threads} threads": (cpu(), True, False),
             "cpu ordered": (cpu(ordered=True), False, False)}
     if CUDA:
-        on_gpu = [(x if torch.is_tensor(x) else torch.from_numpy(np.ascontiguousarray(x))).cuda()
-                  for x in xs]  # torch takes no negative strides
+        # Fresh copies: torch takes no negative strides, which NumPy keeps on dims of length 1.
+        on_gpu = [(x if torch.is_tensor(x) else torch.from_numpy(x.copy())).cuda() for x in xs]
         got = module.run("p", *on_gpu, backend="cuda")
         runs["cuda"] = (got, True, True)
     if lowered:
@@ -466,7 +468,7 @@ def test_random_whole_programs_match_the_reference(seed):
                 sizes = {s: rng.choice([0, 1, 2, 3]) for s in program.symbols}
                 sizes[rng.choice(program.symbols)] = rng.choice(LONG_LINES)
             xs = program.inputs(sizes, data)
-            contiguous = [np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x for x in xs]
+            contiguous = [x.copy() if isinstance(x, np.ndarray) else x for x in xs]
             want = module.run("p", *contiguous, backend="reference")  # the others take the views
             for what, (got, reassociated, own_functions) in runs_of(
                     module, program, xs, sizes, rng, trial == 0).items():
@@ -476,3 +478,15 @@ def test_random_whole_programs_match_the_reference(seed):
                     loose = own_functions or (reassociated and value.exactness == APPROXIMATE)
                     case = f"{what}, result {i} ({value.name}), sizes {sizes}"
                     assert mismatch(w, g, rtol if loose else None) == "", f"{case}\n{program.text}"
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed")
+def test_results_compare_across_frameworks_by_dtype_and_value():
+    """A CUDA run's torch results meet the reference's NumPy ones (a GPU runs this file)."""
+    for dtype in (np.float32, np.float16, np.int8, np.uint8, np.bool_):
+        values = np.arange(-3, 4).astype(dtype)
+        assert mismatch(values, torch.from_numpy(values.copy()), None) == ""
+        assert mismatch(values, torch.from_numpy(values.astype(np.int64)), None) != ""
+    halves = torch.tensor([0.5, 1e38], dtype=torch.bfloat16)
+    assert mismatch(halves, halves.clone(), 3e-2) == ""
+    assert mismatch(halves, halves.float(), 3e-2) == "float32[2] for bfloat16[2]"
