@@ -364,7 +364,9 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
         return v->type().shape[d].equals(s) ? v : make_slice(v, d, 0, s, 1, scan.loc);
     };
     for (auto& v : leaves) v = respelled(v);
-    auto narrowed = [&](std::vector<NodeRef> out) {
+    // The levels' outputs as the scan's results: its dtypes (a narrow float computed in f32)
+    // and the first leaf's spelling of the length.
+    auto as_results = [&](std::vector<NodeRef> out) {
         for (int i = 0; i < attr.num_leaves; ++i) {
             if (out[i]->type().dtype != scan.types[i].dtype)
                 out[i] = make_elementwise(Op::Cast, {out[i]}, scan.loc, scan.types[i].dtype);
@@ -399,9 +401,9 @@ std::vector<NodeRef> Lowerer::lower(const Node& scan, std::vector<NodeRef> input
                                      "along dim ", d, " has length `", s.brief(),
                                      "`; use --algorithm hillis-steele (or auto), which is ",
                                      "correct for every length up to the bound ", *bound));
-        return finish(narrowed(lowering.work_efficient(*bound, info)));
+        return finish(as_results(lowering.work_efficient(*bound, info)));
     }
-    return finish(narrowed(lowering.hillis_steele(*bound, info)));
+    return finish(as_results(lowering.hillis_steele(*bound, info)));
 }
 
 }  // namespace

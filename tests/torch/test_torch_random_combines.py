@@ -90,7 +90,10 @@ class RandomScan:
     def shape(self):
         return [self.rng.choice(SIZES) for _ in range(self.rank)]
 
-    def leaves(self, shape):
+    def leaves(self, shape, length=None):
+        """Leaves of `shape`, or of `shape` with the scan's dim `length` long."""
+        if length is not None:
+            shape = shape[:self.dim] + [length] + shape[self.dim + 1:]
         return tuple(leaf(k, shape, self.dim, self.dtype, self.generator) for k in self.kinds)
 
     def scan(self, xs):
@@ -176,7 +179,7 @@ def test_random_combines_exported_and_lowered_match_the_loop(seed):
         lengths = DYNAMIC_LENGTHS + [shape[scan.dim]]
     lowered, _ = lowered_export(scan, shape, dynamic, algorithm)
     for n in lengths:
-        xs = scan.leaves(shape[:scan.dim] + [n] + shape[scan.dim + 1:])
+        xs = scan.leaves(shape, n)
         what = f"{scan.kinds} of length {n} ({algorithm}, {'dynamic' if dynamic else 'static'})"
         assert_close(lowered.module()(xs), scan.loop(xs), scan.dtype, what)
 
@@ -193,7 +196,7 @@ def test_random_combines_lowered_for_a_bounded_length_run_in_onnxruntime(seed, t
     torch.onnx.export(lowered, (xs,), dynamo=True).save(str(path))
     session = ort.InferenceSession(str(path))
     for n in DYNAMIC_LENGTHS:
-        xs = scan.leaves(shape[:scan.dim] + [n] + shape[scan.dim + 1:])
+        xs = scan.leaves(shape, n)
         got = session.run(None, {i.name: x.numpy() for i, x in zip(session.get_inputs(), xs)})
         assert_close([torch.from_numpy(g) for g in got], scan.loop(xs), scan.dtype,
                      f"{scan.kinds} of length {n} in onnxruntime")
